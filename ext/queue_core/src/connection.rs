@@ -1,0 +1,210 @@
+//! Connections to Redis.
+//!
+//! [`Redis`] is the configured server (URL, namespace, timeouts), cheap to clone and shared by
+//! everything in a process. [`Conn`] is one connection that reconnects by itself: a command that fails
+//! because the socket broke drops the connection, and the next command dials again. Two kinds exist:
+//! command connections, whose replies must come within a response timeout, and blocking connections
+//! (for `BLMOVE`), which have no response timeout and are never shared with other commands, because a
+//! blocked command holds its connection.
+//!
+//! The redis crate's defaults are tuned here: its connection manager retries for ~9.5 s before it
+//! reports "connection refused", which hides an outage; we dial once with a short timeout and surface
+//! the error, and callers decide whether to back off.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, FromRedisValue};
+
+use crate::error::{Error, Result};
+use crate::keys::Keys;
+
+/// How long a command may wait for its reply. Long, because a timed-out command may still run on
+/// the server: a reply that is merely slow must not be mistaken for a failure.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Server settings shared by every connection of one engine.
+#[derive(Debug, Clone)]
+pub struct RedisConfig {
+    /// `redis://`, `rediss://` (TLS) or `unix://` URL, with password if any.
+    pub url: String,
+    /// Prefix for every key, `""` for none.
+    pub namespace: String,
+    pub connect_timeout: Duration,
+}
+
+impl RedisConfig {
+    pub fn new(url: &str, namespace: &str) -> Self {
+        RedisConfig {
+            url: url.to_owned(),
+            namespace: namespace.to_owned(),
+            connect_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A configured Redis server: what every connection of a process dials.
+#[derive(Clone)]
+pub struct Redis {
+    inner: Arc<RedisInner>,
+}
+
+struct RedisInner {
+    client: redis::Client,
+    keys: Keys,
+    config: RedisConfig,
+}
+
+impl std::fmt::Debug for Redis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redis")
+            .field("namespace", &self.inner.keys.namespace())
+            .finish()
+    }
+}
+
+impl Redis {
+    /// Validates the URL; does not dial.
+    pub fn new(config: RedisConfig) -> Result<Redis> {
+        let client = redis::Client::open(config.url.as_str()).map_err(|e| {
+            Error::InvalidArgument(format!("invalid Redis URL {:?}: {e}", redact(&config.url)))
+        })?;
+        Ok(Redis {
+            inner: Arc::new(RedisInner {
+                client,
+                keys: Keys::new(&config.namespace),
+                config,
+            }),
+        })
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.inner.keys
+    }
+
+    pub fn config(&self) -> &RedisConfig {
+        &self.inner.config
+    }
+
+    /// A lazily dialled connection for ordinary commands.
+    pub fn conn(&self) -> Conn {
+        Conn {
+            redis: self.clone(),
+            conn: None,
+            blocking: false,
+        }
+    }
+
+    /// A lazily dialled connection for one blocking command at a time.
+    pub fn blocking_conn(&self) -> Conn {
+        Conn {
+            redis: self.clone(),
+            conn: None,
+            blocking: true,
+        }
+    }
+
+    async fn dial(&self, blocking: bool) -> Result<MultiplexedConnection> {
+        let response_timeout = if blocking {
+            None
+        } else {
+            Some(RESPONSE_TIMEOUT)
+        };
+        let cfg = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.inner.config.connect_timeout))
+            .set_response_timeout(response_timeout);
+        self.inner
+            .client
+            .get_multiplexed_async_connection_with_config(&cfg)
+            .await
+            .map_err(|e| Error::Connection(e.to_string()))
+    }
+}
+
+/// One connection that redials after it breaks.
+pub struct Conn {
+    redis: Redis,
+    conn: Option<MultiplexedConnection>,
+    blocking: bool,
+}
+
+impl Conn {
+    pub fn redis(&self) -> &Redis {
+        &self.redis
+    }
+
+    pub fn keys(&self) -> &Keys {
+        self.redis.keys()
+    }
+
+    async fn connection(&mut self) -> Result<&mut MultiplexedConnection> {
+        if self.conn.is_none() {
+            self.conn = Some(self.redis.dial(self.blocking).await?);
+        }
+        self.conn
+            .as_mut()
+            .ok_or_else(|| Error::Connection("not connected".to_owned()))
+    }
+
+    fn check<T>(&mut self, result: redis::RedisResult<T>) -> Result<T> {
+        result.map_err(|e| {
+            let err = Error::from(e);
+            if matches!(err, Error::Connection(_)) {
+                self.conn = None;
+            }
+            err
+        })
+    }
+
+    pub async fn cmd<T: FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T> {
+        let c = self.connection().await?;
+        let r = cmd.query_async(c).await;
+        self.check(r)
+    }
+
+    pub async fn pipe<T: FromRedisValue>(&mut self, pipe: &redis::Pipeline) -> Result<T> {
+        let c = self.connection().await?;
+        let r = pipe.query_async(c).await;
+        self.check(r)
+    }
+
+    pub async fn script<T: FromRedisValue>(
+        &mut self,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Result<T> {
+        let c = self.connection().await?;
+        let r = invocation.invoke_async(c).await;
+        self.check(r)
+    }
+}
+
+/// The URL with any password replaced, for error messages and logs.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            format!("{}://[redacted]{}", &url[..scheme_end], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(
+            redact("rediss://user:secret@host:6380/1"),
+            "rediss://[redacted]@host:6380/1"
+        );
+        assert_eq!(redact("redis://host:6379"), "redis://host:6379");
+    }
+
+    #[test]
+    fn bad_url_is_an_invalid_argument() {
+        let e = Redis::new(RedisConfig::new("http://nope", "")).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)));
+    }
+}

@@ -1,0 +1,70 @@
+//! Idle waiters: how a parked process hears of new work at once without polling.
+//!
+//! One task per queue runs on the shared runtime. While at least one processor thread is parked it
+//! issues `BLMOVE queue:<name> → working list RIGHT LEFT` with a short timeout on a connection of its
+//! own; Redis answers the moment a job is pushed, the job is already safe in this process's `idle`
+//! working list, and the waiter hands it to a parked thread. While every thread is busy the waiters
+//! sleep and cost Redis nothing. A `BLMOVE` is never cancelled mid-flight (that could strand a job):
+//! the task only stops between commands.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Result;
+
+use super::{FetchShared, Unit};
+
+/// How long one `BLMOVE` blocks; also bounds how long a quiet process waits for its waiters.
+pub const BLOCK_FOR: Duration = Duration::from_secs(2);
+
+/// The slot name of the idle waiters' working lists.
+pub const SLOT: &str = "idle";
+
+/// Working lists (key, queue) of the idle waiters, one per queue.
+pub fn working_lists(shared: &FetchShared) -> Vec<(String, String)> {
+    let keys = shared.redis.keys();
+    shared
+        .order
+        .names()
+        .map(|q| (keys.working(q, &shared.identity, SLOT), q.to_owned()))
+        .collect()
+}
+
+/// Runs one queue's waiter until the process is quiet.
+pub async fn run(shared: Arc<FetchShared>, queue: String, working: String) {
+    let keys = shared.redis.keys().clone();
+    let source = keys.queue(&queue);
+    let mut conn = shared.redis.blocking_conn();
+    while !shared.is_quiet() {
+        if shared.idle_threads() == 0 {
+            let notified = shared.idle_wakeup.notified();
+            // Re-check after arming the notification, so a wake-up in between is not missed.
+            if shared.idle_threads() == 0 && !shared.is_quiet() {
+                let _ = tokio::time::timeout(Duration::from_secs(1), notified).await;
+            }
+            continue;
+        }
+        let result: Result<Option<Vec<u8>>> = conn
+            .cmd(
+                redis::cmd("BLMOVE")
+                    .arg(&source)
+                    .arg(&working)
+                    .arg("RIGHT")
+                    .arg("LEFT")
+                    .arg(BLOCK_FOR.as_secs_f64()),
+            )
+            .await;
+        match result {
+            Ok(Some(raw)) => shared.hand_off(Unit {
+                queue: queue.clone(),
+                raw,
+                working: working.clone(),
+            }),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(queue = %queue, error = %e, "idle wait failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}

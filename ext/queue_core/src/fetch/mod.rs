@@ -1,0 +1,550 @@
+//! Reliable fetch: how a processor thread gets its next job without any crash losing it.
+//!
+//! A job leaves `queue:<name>` only by `LMOVE` into a working list that belongs to one fetcher of one
+//! live process (`jq:working:<identity>:<slot>:<queue>`), and leaves the working list only when it is
+//! acknowledged (done, or filed in `retry`/`dead`). A process that dies leaves its working lists behind;
+//! [`recovery`] pushes them back onto their queues once the process stops beating.
+//!
+//! The hot path is batched: one `fetch.lua` call acknowledges the jobs finished since the last call and
+//! takes the next batch (up to `max_batch`, but only a fair share of a shallow queue), so a busy thread
+//! costs Redis one round trip per batch, not two per job. Jobs of a batch wait in memory only while they
+//! also sit in the working list, so prefetching is as safe as fetching one at a time.
+//!
+//! When every queue is empty, threads do not poll. They park on a condition variable, and the
+//! process's [`idle`] waiters — one blocking `BLMOVE` per queue on the shared runtime, issued only while
+//! some thread is parked — hand over the next job the moment it is pushed.
+
+pub mod idle;
+pub mod order;
+pub mod recovery;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use redis::Value;
+
+use crate::clock::{now_f64, utc_date};
+use crate::connection::{Conn, Redis};
+use crate::error::{Error, Result};
+use crate::job::Job;
+use crate::retry::{self, Failure, Fate};
+use crate::scripts;
+
+pub use order::QueueOrder;
+
+/// Sidekiq keeps daily stat keys for five years.
+pub const STATS_TTL_SECS: i64 = 5 * 365 * 24 * 60 * 60;
+/// After an empty fetch a parked thread asks Redis again only this often; new work normally reaches
+/// it sooner through the idle waiters.
+const IDLE_RECHECK: Duration = Duration::from_secs(10);
+
+/// One job handed to a processor.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    pub queue: String,
+    pub raw: Vec<u8>,
+    /// The working list that holds it until it is acknowledged.
+    pub working: String,
+}
+
+/// A job a thread is running, as the heartbeat publishes it.
+#[derive(Debug, Clone)]
+pub struct Busy {
+    pub tid: String,
+    pub queue: String,
+    pub raw: Vec<u8>,
+    pub run_at: i64,
+}
+
+/// State shared by every fetcher of a process, its idle waiters and its heartbeat.
+pub struct FetchShared {
+    pub redis: Redis,
+    pub identity: String,
+    pub order: QueueOrder,
+    pub concurrency: usize,
+    pub max_batch: usize,
+    quiet: AtomicBool,
+    handoff: Mutex<VecDeque<Unit>>,
+    work_ready: Condvar,
+    idle_threads: AtomicUsize,
+    /// Wakes the idle waiters when a thread parks (and on quiet).
+    pub(crate) idle_wakeup: tokio::sync::Notify,
+    slots: Mutex<Vec<Arc<Mutex<Slot>>>>,
+    working_lists: Mutex<Vec<(String, String)>>,
+}
+
+/// What one fetcher holds, visible to the heartbeat.
+#[derive(Debug, Default)]
+struct Slot {
+    tid: String,
+    buffer: VecDeque<Unit>,
+    current: Option<(Unit, i64)>,
+    acks: Vec<Unit>,
+    oldest_ack: Option<Instant>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves plain data behind; keep going with it.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl FetchShared {
+    pub fn new(
+        redis: Redis,
+        identity: &str,
+        order: QueueOrder,
+        concurrency: usize,
+        max_batch: usize,
+    ) -> Arc<FetchShared> {
+        Arc::new(FetchShared {
+            redis,
+            identity: identity.to_owned(),
+            order,
+            concurrency: concurrency.max(1),
+            max_batch: max_batch.max(1),
+            quiet: AtomicBool::new(false),
+            handoff: Mutex::new(VecDeque::new()),
+            work_ready: Condvar::new(),
+            idle_threads: AtomicUsize::new(0),
+            idle_wakeup: tokio::sync::Notify::new(),
+            slots: Mutex::new(Vec::new()),
+            working_lists: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Stop handing out work. Parked threads wake and get `None`.
+    pub fn quiet(&self) {
+        self.quiet.store(true, Ordering::SeqCst);
+        let _guard = lock(&self.handoff);
+        self.work_ready.notify_all();
+        self.idle_wakeup.notify_waiters();
+    }
+
+    pub fn is_quiet(&self) -> bool {
+        self.quiet.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn idle_threads(&self) -> usize {
+        self.idle_threads.load(Ordering::SeqCst)
+    }
+
+    /// Called by an idle waiter with a job it moved into its working list.
+    pub(crate) fn hand_off(&self, unit: Unit) {
+        lock(&self.handoff).push_back(unit);
+        self.work_ready.notify_one();
+    }
+
+    pub(crate) fn take_handoff(&self) -> Vec<Unit> {
+        lock(&self.handoff).drain(..).collect()
+    }
+
+    /// Working lists this process owns, as (key, queue), for the liveness beat to re-register.
+    pub fn working_lists(&self) -> Vec<(String, String)> {
+        lock(&self.working_lists).clone()
+    }
+
+    pub(crate) fn add_working_lists(&self, lists: &[(String, String)]) {
+        let mut all = lock(&self.working_lists);
+        for l in lists {
+            if !all.contains(l) {
+                all.push(l.clone());
+            }
+        }
+    }
+
+    /// The jobs running right now, one per busy thread.
+    pub fn busy(&self) -> Vec<Busy> {
+        lock(&self.slots)
+            .iter()
+            .filter_map(|slot| {
+                let s = lock(slot);
+                s.current.as_ref().map(|(u, run_at)| Busy {
+                    tid: s.tid.clone(),
+                    queue: u.queue.clone(),
+                    raw: u.raw.clone(),
+                    run_at: *run_at,
+                })
+            })
+            .collect()
+    }
+
+    /// Takes acknowledgements that have waited longer than `age` (a thread busy with a long job after
+    /// finishing short ones) so the heartbeat can write them.
+    pub fn take_stale_acks(&self, age: Duration) -> Vec<Unit> {
+        let mut out = Vec::new();
+        for slot in lock(&self.slots).iter() {
+            let mut s = lock(slot);
+            if s.oldest_ack.is_some_and(|t| t.elapsed() >= age) {
+                out.append(&mut s.acks);
+                s.oldest_ack = None;
+            }
+        }
+        out
+    }
+
+    fn register(&self, slot: Arc<Mutex<Slot>>) {
+        lock(&self.slots).push(slot);
+    }
+
+    fn unregister(&self, slot: &Arc<Mutex<Slot>>) {
+        lock(&self.slots).retain(|s| !Arc::ptr_eq(s, slot));
+    }
+}
+
+/// One processor thread's access to work. Not shared between threads: each owns its connection and
+/// drives it on a current-thread runtime of its own (no thread hop per call).
+pub struct Fetcher {
+    shared: Arc<FetchShared>,
+    slot: Arc<Mutex<Slot>>,
+    /// This fetcher's working list for each queue, by queue index.
+    working: Vec<String>,
+    conn: Conn,
+    rt: tokio::runtime::Runtime,
+    last_empty_fetch: Option<Instant>,
+    closed: bool,
+}
+
+impl Fetcher {
+    /// A fetcher for the thread `tid`. Registers its working lists in Redis before it takes anything,
+    /// so a crash at any later point leaves them where recovery looks.
+    pub fn new(shared: Arc<FetchShared>, tid: &str) -> Result<Fetcher> {
+        let keys = shared.redis.keys().clone();
+        let working: Vec<String> = shared
+            .order
+            .names()
+            .map(|q| keys.working(q, &shared.identity, tid))
+            .collect();
+        let lists: Vec<(String, String)> = working
+            .iter()
+            .cloned()
+            .zip(shared.order.names().map(str::to_owned))
+            .collect();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Closed(format!("cannot start a runtime: {e}")))?;
+        let mut conn = shared.redis.conn();
+        rt.block_on(recovery::register(&mut conn, &shared.identity, &lists))?;
+        shared.add_working_lists(&lists);
+        let slot = Arc::new(Mutex::new(Slot {
+            tid: tid.to_owned(),
+            ..Slot::default()
+        }));
+        shared.register(slot.clone());
+        Ok(Fetcher {
+            shared,
+            slot,
+            working,
+            conn,
+            rt,
+            last_empty_fetch: None,
+            closed: false,
+        })
+    }
+
+    /// The next job if one is already in memory: no I/O, no need to release the GVL.
+    pub fn next_buffered(&mut self) -> Option<(String, Vec<u8>)> {
+        if self.shared.is_quiet() {
+            return None;
+        }
+        let mut s = lock(&self.slot);
+        let unit = s.buffer.pop_front()?;
+        Some(start(&mut s, unit))
+    }
+
+    /// The next job, waiting up to `timeout` for one. `None` when the wait ran out or the process is
+    /// quiet. Blocks: call it with the GVL released.
+    pub fn next(&mut self, timeout: Duration) -> Result<Option<(String, Vec<u8>)>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.shared.is_quiet() {
+                return Ok(None);
+            }
+            if let Some(job) = self.next_buffered() {
+                return Ok(Some(job));
+            }
+            if let Some(unit) = lock(&self.shared.handoff).pop_front() {
+                return Ok(Some(start(&mut lock(&self.slot), unit)));
+            }
+            // Ask Redis when we have acks to write (work is flowing) or have not asked for a while.
+            let due = !lock(&self.slot).acks.is_empty()
+                || self
+                    .last_empty_fetch
+                    .is_none_or(|t| t.elapsed() >= IDLE_RECHECK);
+            if due {
+                let batch = self.fetch_batch(self.shared.max_batch)?;
+                if !batch.is_empty() {
+                    self.last_empty_fetch = None;
+                    lock(&self.slot).buffer.extend(batch);
+                    continue;
+                }
+                self.last_empty_fetch = Some(Instant::now());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            if let Some(unit) = self.park(deadline - now) {
+                return Ok(Some(start(&mut lock(&self.slot), unit)));
+            }
+        }
+    }
+
+    /// Waits for an idle waiter to hand over a job.
+    fn park(&self, wait: Duration) -> Option<Unit> {
+        let shared = &self.shared;
+        let mut handoff = lock(&shared.handoff);
+        shared.idle_threads.fetch_add(1, Ordering::SeqCst);
+        shared.idle_wakeup.notify_waiters();
+        let deadline = Instant::now() + wait;
+        let unit = loop {
+            if let Some(unit) = handoff.pop_front() {
+                break Some(unit);
+            }
+            let now = Instant::now();
+            if shared.is_quiet() || now >= deadline {
+                break None;
+            }
+            handoff = shared
+                .work_ready
+                .wait_timeout(handoff, deadline - now)
+                .map(|(guard, _)| guard)
+                .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+        };
+        shared.idle_threads.fetch_sub(1, Ordering::SeqCst);
+        unit
+    }
+
+    /// One `fetch.lua` call: writes pending acks, takes up to `max` jobs.
+    fn fetch_batch(&mut self, max: usize) -> Result<Vec<Unit>> {
+        let acks = {
+            let mut s = lock(&self.slot);
+            s.oldest_ack = None;
+            std::mem::take(&mut s.acks)
+        };
+        let order = self.shared.order.draw();
+        let result = self.rt.block_on(fetch_script(
+            &mut self.conn,
+            &self.shared,
+            &order,
+            &self.working,
+            &acks,
+            max,
+        ));
+        match result {
+            Ok(units) => Ok(units),
+            Err(e) => {
+                // The acks may not have been written; keep them for the next call (an ack written
+                // twice is harmless: LREM finds nothing the second time).
+                let mut s = lock(&self.slot);
+                let mut acks = acks;
+                acks.append(&mut s.acks);
+                s.acks = acks;
+                s.oldest_ack.get_or_insert_with(Instant::now);
+                Err(e)
+            }
+        }
+    }
+
+    /// The running job finished: acknowledge it (written with the next fetch, or by the heartbeat).
+    pub fn done(&mut self) {
+        let mut s = lock(&self.slot);
+        if let Some((unit, _)) = s.current.take() {
+            s.acks.push(unit);
+            s.oldest_ack.get_or_insert_with(Instant::now);
+        }
+    }
+
+    /// The running job raised. Files it under Sidekiq's retry rules; returns its fate and the job as
+    /// filed (for `sidekiq_retries_exhausted` and death handlers).
+    pub fn fail(&mut self, failure: &Failure) -> Result<(Fate, Option<String>)> {
+        let Some((unit, _)) = lock(&self.slot).current.take() else {
+            return Err(Error::InvalidArgument("no job is running".to_owned()));
+        };
+        let now = now_f64();
+        let (fate, filed) = match Job::parse(&unit.raw) {
+            Ok(job) => {
+                let plan = retry::plan(job, &unit.queue, failure, now);
+                (plan.fate, plan.job.to_json().into_bytes())
+            }
+            Err(_) => (Fate::Exhausted { morgue: true }, unit.raw.clone()),
+        };
+        // If this fails the job stays in its working list: not lost, it runs again after a restart
+        // or a recovery.
+        self.rt
+            .block_on(settle_failure(&mut self.conn, &unit, &fate, &filed, now))?;
+        let filed = String::from_utf8(filed).ok();
+        Ok((fate, filed))
+    }
+
+    /// The running job cannot even be read (invalid JSON, not an object): straight to the dead set as
+    /// it is, as Sidekiq does.
+    pub fn bury(&mut self) -> Result<()> {
+        let Some((unit, _)) = lock(&self.slot).current.take() else {
+            return Err(Error::InvalidArgument("no job is running".to_owned()));
+        };
+        let now = now_f64();
+        let fate = Fate::Exhausted { morgue: true };
+        self.rt
+            .block_on(settle_failure(&mut self.conn, &unit, &fate, &unit.raw, now))
+    }
+
+    /// Writes pending acks and puts prefetched, unstarted jobs back at the head of their queues. The
+    /// fetcher is unusable afterwards.
+    pub fn close(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        self.shared.unregister(&self.slot);
+        let (acks, unstarted) = {
+            let mut s = lock(&self.slot);
+            (
+                std::mem::take(&mut s.acks),
+                s.buffer.drain(..).collect::<Vec<_>>(),
+            )
+        };
+        let shared = self.shared.clone();
+        self.rt.block_on(async {
+            if !acks.is_empty() {
+                write_acks(&mut self.conn, &shared, &acks).await?;
+            }
+            requeue(&mut self.conn, &unstarted).await
+        })?;
+        Ok(())
+    }
+}
+
+impl Drop for Fetcher {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::warn!(error = %e, "fetcher closed with unwritten state; recovery will requeue it");
+        }
+    }
+}
+
+fn start(slot: &mut Slot, unit: Unit) -> (String, Vec<u8>) {
+    let job = (unit.queue.clone(), unit.raw.clone());
+    let run_at = now_f64() as i64;
+    slot.current = Some((unit, run_at));
+    job
+}
+
+async fn fetch_script(
+    conn: &mut Conn,
+    shared: &FetchShared,
+    order: &[usize],
+    working: &[String],
+    acks: &[Unit],
+    max: usize,
+) -> Result<Vec<Unit>> {
+    let keys = shared.redis.keys();
+    let script = &*scripts::FETCH;
+    let mut inv = script.prepare_invoke();
+    inv.key(keys.stat_processed())
+        .key(keys.stat_processed_on(&utc_date()));
+    for &q in order {
+        inv.key(keys.queue(shared.order.name(q))).key(&working[q]);
+    }
+    for ack in acks {
+        inv.key(&ack.working);
+    }
+    inv.arg(max)
+        .arg(shared.concurrency)
+        .arg(order.len())
+        .arg(STATS_TTL_SECS);
+    for ack in acks {
+        inv.arg(&ack.raw);
+    }
+    let reply: Vec<Value> = conn.script(&inv).await?;
+    let mut items = reply.into_iter();
+    let Some(Value::Int(pair)) = items.next() else {
+        return Ok(Vec::new());
+    };
+    let position = usize::try_from(pair - 1)
+        .ok()
+        .and_then(|p| order.get(p).copied())
+        .ok_or_else(|| Error::Redis(format!("fetch returned unknown queue index {pair}")))?;
+    let queue = shared.order.name(position).to_owned();
+    Ok(items
+        .filter_map(|v| match v {
+            Value::BulkString(raw) => Some(Unit {
+                queue: queue.clone(),
+                raw,
+                working: working[position].clone(),
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Writes acknowledgements only (a fetch of zero jobs).
+pub(crate) async fn write_acks(conn: &mut Conn, shared: &FetchShared, acks: &[Unit]) -> Result<()> {
+    for chunk in acks.chunks(500) {
+        fetch_script(conn, shared, &[], &[], chunk, 0).await?;
+    }
+    Ok(())
+}
+
+/// Puts jobs back on the right of their queues (they run next), if their working list still holds them.
+pub(crate) async fn requeue(conn: &mut Conn, units: &[Unit]) -> Result<usize> {
+    let mut moved = 0;
+    let mut groups: Vec<(&str, &str, Vec<&[u8]>)> = Vec::new();
+    for u in units {
+        match groups
+            .iter_mut()
+            .find(|(w, q, _)| *w == u.working && *q == u.queue)
+        {
+            Some(g) => g.2.push(&u.raw),
+            None => groups.push((&u.working, &u.queue, vec![&u.raw])),
+        }
+    }
+    for (working, queue, raws) in groups {
+        let keys = conn.keys().clone();
+        let mut inv = scripts::REQUEUE.prepare_invoke();
+        inv.key(working)
+            .key(keys.queue(queue))
+            .key(keys.queues())
+            .arg(queue);
+        for raw in raws {
+            inv.arg(raw);
+        }
+        let n: usize = conn.script(&inv).await?;
+        moved += n;
+    }
+    Ok(moved)
+}
+
+async fn settle_failure(
+    conn: &mut Conn,
+    unit: &Unit,
+    fate: &Fate,
+    filed: &[u8],
+    now: f64,
+) -> Result<()> {
+    let keys = conn.keys().clone();
+    let date = utc_date();
+    let (action, target, score) = match fate {
+        Fate::Retry { at } => ("retry", keys.retry(), *at),
+        Fate::Exhausted { morgue: true } => ("dead", keys.dead(), now),
+        _ => ("drop", keys.dead(), now),
+    };
+    let mut inv = scripts::FAIL.prepare_invoke();
+    inv.key(&unit.working)
+        .key(keys.stat_processed())
+        .key(keys.stat_processed_on(&date))
+        .key(keys.stat_failed())
+        .key(keys.stat_failed_on(&date))
+        .key(target)
+        .arg(&unit.raw)
+        .arg(action)
+        .arg(crate::clock::float_string(score))
+        .arg(filed)
+        .arg(STATS_TTL_SECS)
+        .arg(crate::clock::float_string(retry::dead_cutoff(now)))
+        .arg(retry::DEAD_MAX_JOBS);
+    let _: i64 = conn.script(&inv).await?;
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! The process heartbeat, written exactly as Sidekiq writes it, so `Sidekiq::ProcessSet`,
+//! `Sidekiq::Workers` and the Sidekiq dashboard show our processes and their busy jobs.
+//!
+//! Every [`INTERVAL`] one `MULTI` writes: the busy jobs to `<identity>:workers` (Sidekiq 6.4) and
+//! `<identity>:work` (6.5+/7.x), each thread id → `{"queue", "payload" (the raw job JSON string),
+//! "run_at"}`; the process hash (`info`, `busy`, `beat`, `rtt_us`, `quiet`, `rss`) with a 60 s expiry;
+//! the identity in `processes`; and it pops one signal a dashboard left in `<identity>-signals`.
+//! Before that it writes acknowledgements that a thread busy with a long job has not written yet.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::clock::{float_string, now_f64};
+use crate::connection::Conn;
+use crate::error::Result;
+use crate::fetch::{self, FetchShared};
+
+/// Sidekiq 6.x beats every 5 seconds.
+pub const INTERVAL: Duration = Duration::from_secs(5);
+/// Sidekiq's expiry of the process hash and busy-job hashes; kept as it is.
+pub const EXPIRY_SECS: i64 = 60;
+/// Acks older than this are written by the heartbeat if their thread has not written them.
+const STALE_ACK: Duration = Duration::from_secs(2);
+
+/// One beat. `info_json` is the process description (hostname, pid, queues, …). Returns a signal
+/// name a dashboard asked for, if any.
+pub async fn beat(conn: &mut Conn, shared: &FetchShared, info_json: &str) -> Result<Option<String>> {
+    let stale = shared.take_stale_acks(STALE_ACK);
+    if !stale.is_empty() {
+        fetch::write_acks(conn, shared, &stale).await?;
+    }
+
+    let rtt_start = Instant::now();
+    conn.cmd::<String>(&redis::cmd("PING")).await?;
+    let rtt_us = rtt_start.elapsed().as_micros() as u64;
+
+    let keys = conn.keys().clone();
+    let identity = &shared.identity;
+    let busy = shared.busy();
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    for busy_key in [keys.workers(identity), keys.work(identity)] {
+        pipe.cmd("UNLINK").arg(&busy_key).ignore();
+        for b in &busy {
+            let entry = json!({
+                "queue": b.queue,
+                "payload": String::from_utf8_lossy(&b.raw),
+                "run_at": b.run_at,
+            });
+            pipe.cmd("HSET")
+                .arg(&busy_key)
+                .arg(&b.tid)
+                .arg(entry.to_string())
+                .ignore();
+        }
+        pipe.cmd("EXPIRE").arg(&busy_key).arg(EXPIRY_SECS).ignore();
+    }
+    let process = keys.process(identity);
+    pipe.cmd("SADD").arg(keys.processes()).arg(identity).ignore();
+    pipe.cmd("HSET")
+        .arg(&process)
+        .arg("info")
+        .arg(info_json)
+        .arg("busy")
+        .arg(busy.len())
+        .arg("beat")
+        .arg(float_string(now_f64()))
+        .arg("rtt_us")
+        .arg(rtt_us)
+        .arg("quiet")
+        .arg(if shared.is_quiet() { "true" } else { "false" })
+        .arg("rss")
+        .arg(rss_kb())
+        .ignore();
+    pipe.cmd("EXPIRE").arg(&process).arg(EXPIRY_SECS).ignore();
+    pipe.cmd("RPOP").arg(keys.signals(identity));
+    let (signal,): (Option<String>,) = conn.pipe(&pipe).await?;
+    Ok(signal)
+}
+
+/// Removes the process from `processes` and deletes its hashes, as Sidekiq does on a clean stop.
+pub async fn clear(conn: &mut Conn, identity: &str) -> Result<()> {
+    let keys = conn.keys().clone();
+    let mut pipe = redis::pipe();
+    pipe.cmd("SREM").arg(keys.processes()).arg(identity).ignore();
+    pipe.cmd("UNLINK")
+        .arg(keys.process(identity))
+        .arg(keys.workers(identity))
+        .arg(keys.work(identity))
+        .ignore();
+    conn.pipe::<()>(&pipe).await
+}
+
+/// Resident set size in KB, from /proc (0 where there is none).
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}

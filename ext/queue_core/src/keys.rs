@@ -1,0 +1,152 @@
+//! Every Redis key the engine reads or writes, in one place.
+//!
+//! The Sidekiq keys are spelt exactly as Sidekiq 6.4 / 7.x spell them (see `WIRE.md` §1), so Sidekiq's
+//! client, API and dashboard work against our data. Keys that only this engine uses live under `jq:`
+//! so they can never collide with a Sidekiq name. An optional namespace (GitLab runs Sidekiq under
+//! `resque:gitlab:`) prefixes every key, ours included.
+//!
+//! Redis Cluster note: each multi-key script touches one queue (its list and its working lists) or one
+//! sorted set, so a cluster layout only has to add hash tags here.
+
+/// Key names under one namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    /// `namespace` is used verbatim as a prefix (`"resque:gitlab:"`); pass `""` for none.
+    pub fn new(namespace: &str) -> Self {
+        Keys {
+            prefix: namespace.to_owned(),
+        }
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.prefix
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{}", self.prefix, name)
+    }
+
+    /// SET of every queue name that has had an immediate push.
+    pub fn queues(&self) -> String {
+        self.key("queues")
+    }
+
+    /// LIST of job JSON; clients LPUSH, servers take from the right.
+    pub fn queue(&self, name: &str) -> String {
+        self.key(&format!("queue:{name}"))
+    }
+
+    /// ZSET of jobs to run later, scored by run-at epoch seconds.
+    pub fn schedule(&self) -> String {
+        self.key("schedule")
+    }
+
+    /// ZSET of failed jobs waiting for their next attempt.
+    pub fn retry(&self) -> String {
+        self.key("retry")
+    }
+
+    /// ZSET of jobs that will not be retried, scored by death time.
+    pub fn dead(&self) -> String {
+        self.key("dead")
+    }
+
+    /// SET of live process identities.
+    pub fn processes(&self) -> String {
+        self.key("processes")
+    }
+
+    /// HASH describing one process (`info`, `busy`, `beat`, `quiet`, `rss`, `rtt_us`).
+    pub fn process(&self, identity: &str) -> String {
+        self.key(identity)
+    }
+
+    /// HASH of busy jobs as Sidekiq 6.4 reads it.
+    pub fn workers(&self, identity: &str) -> String {
+        self.key(&format!("{identity}:workers"))
+    }
+
+    /// HASH of busy jobs as Sidekiq 6.5+ and 7.x read it.
+    pub fn work(&self, identity: &str) -> String {
+        self.key(&format!("{identity}:work"))
+    }
+
+    /// LIST of signals (`TSTP`, `TERM`, `TTIN`) a dashboard sends to one process.
+    pub fn signals(&self, identity: &str) -> String {
+        self.key(&format!("{identity}-signals"))
+    }
+
+    pub fn stat_processed(&self) -> String {
+        self.key("stat:processed")
+    }
+
+    pub fn stat_failed(&self) -> String {
+        self.key("stat:failed")
+    }
+
+    /// Daily counter; `date` is `YYYY-MM-DD` in UTC.
+    pub fn stat_processed_on(&self, date: &str) -> String {
+        self.key(&format!("stat:processed:{date}"))
+    }
+
+    pub fn stat_failed_on(&self, date: &str) -> String {
+        self.key(&format!("stat:failed:{date}"))
+    }
+
+    // ---- keys of our own -------------------------------------------------------------------
+
+    /// ZSET identity → Redis time of its last liveness beat. Our own signal, independent of the
+    /// 60 s expiry of Sidekiq's process hash, so orphaned work is found within seconds.
+    pub fn alive(&self) -> String {
+        self.key("jq:alive")
+    }
+
+    /// HASH working-list key → queue name, for every working list one process owns. Recovery reads
+    /// it to know where each orphaned job goes back to.
+    pub fn working_index(&self, identity: &str) -> String {
+        self.key(&format!("jq:working:{identity}"))
+    }
+
+    /// LIST holding the jobs one fetcher of one process has taken from `queue` and not yet
+    /// acknowledged. `slot` names the fetcher (a processor thread, or `idle` for the shared waiter).
+    pub fn working(&self, queue: &str, identity: &str, slot: &str) -> String {
+        self.key(&format!("jq:working:{identity}:{slot}:{queue}"))
+    }
+
+    /// STRING holding the identity of the process that currently runs the scheduler.
+    pub fn scheduler_lock(&self) -> String {
+        self.key("jq:scheduler:leader")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sidekiq_names_without_namespace() {
+        let k = Keys::new("");
+        assert_eq!(k.queue("default"), "queue:default");
+        assert_eq!(k.queues(), "queues");
+        assert_eq!(k.workers("h:1:abc"), "h:1:abc:workers");
+        assert_eq!(k.work("h:1:abc"), "h:1:abc:work");
+        assert_eq!(k.signals("h:1:abc"), "h:1:abc-signals");
+        assert_eq!(k.stat_processed_on("2026-01-02"), "stat:processed:2026-01-02");
+    }
+
+    #[test]
+    fn namespace_prefixes_everything() {
+        let k = Keys::new("resque:gitlab:");
+        assert_eq!(k.queue("default"), "resque:gitlab:queue:default");
+        assert_eq!(k.dead(), "resque:gitlab:dead");
+        assert_eq!(k.alive(), "resque:gitlab:jq:alive");
+        assert_eq!(
+            k.working("mail", "h:1:abc", "3"),
+            "resque:gitlab:jq:working:h:1:abc:3:mail"
+        );
+    }
+}

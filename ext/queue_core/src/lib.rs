@@ -1,0 +1,29 @@
+//! `queue_core`: the engine of the `queue` gem.
+//!
+//! It stores and moves jobs in Redis in Sidekiq's wire format, so Sidekiq's client, API and dashboard
+//! work against the same data; on top of that format it adds what Sidekiq lacks: a reliable fetch that
+//! no crash can make lose a job, recovery of a dead process's jobs within seconds, an atomic and
+//! punctual scheduler, and batched acknowledgements. It knows nothing of Ruby: the binding in
+//! `ext/queue` calls it, and `cargo test` runs it against a real Redis.
+//!
+//! Map: [`keys`] names every key; [`client`] pushes; [`fetch`] takes and acknowledges work;
+//! [`retry`] decides what a failure becomes; [`scheduler`] moves due jobs; [`heartbeat`] publishes
+//! the process; [`server`] runs all of it for one process; [`api`] reads.
+
+pub mod api;
+pub mod blocking;
+pub mod client;
+pub mod clock;
+pub mod connection;
+pub mod error;
+pub mod fetch;
+pub mod heartbeat;
+pub mod job;
+pub mod keys;
+pub mod retry;
+pub mod scheduler;
+pub mod scripts;
+pub mod server;
+
+pub use connection::{Redis, RedisConfig};
+pub use error::{Error, Result};

@@ -1,0 +1,50 @@
+-- Acknowledge finished jobs and take the next batch, in one round trip.
+--
+-- KEYS[1], KEYS[2]      stat:processed, stat:processed:<today>
+-- KEYS[3 .. 2+2n]       n pairs (queue list, this fetcher's working list for it), in the order to try
+-- KEYS[3+2n ..]         one working list per acknowledged job
+-- ARGV[1]               most jobs to take (0: only acknowledge)
+-- ARGV[2]               the process's concurrency: a shallow queue is shared out, one job a thread
+-- ARGV[3]               n, the number of queue pairs
+-- ARGV[4]               TTL of the daily stat key
+-- ARGV[5 ..]            the acknowledged jobs, matching KEYS[3+2n ..]
+--
+-- Jobs move from the right of a queue (its oldest) to the left of the working list, so a thread that
+-- runs its batch in order always acknowledges the job at the working list's right end: LREM from the
+-- tail finds it at once. Returns {} or {queue pair index, job, job, ...}.
+local max_batch = tonumber(ARGV[1])
+local concurrency = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local first_ack = 3 + 2 * n
+local acks = #KEYS - first_ack + 1
+
+for i = 0, acks - 1 do
+  redis.call('LREM', KEYS[first_ack + i], -1, ARGV[5 + i])
+end
+if acks > 0 then
+  redis.call('INCRBY', KEYS[1], acks)
+  redis.call('INCRBY', KEYS[2], acks)
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+end
+
+if max_batch < 1 then
+  return {}
+end
+
+for q = 1, n do
+  local queue, working = KEYS[1 + 2 * q], KEYS[2 + 2 * q]
+  local len = redis.call('LLEN', queue)
+  if len > 0 then
+    local take = math.min(max_batch, math.ceil(len / concurrency))
+    local out = { q }
+    for _ = 1, take do
+      local job = redis.call('LMOVE', queue, working, 'RIGHT', 'LEFT')
+      if not job then
+        break
+      end
+      out[#out + 1] = job
+    end
+    return out
+  end
+end
+return {}
