@@ -66,3 +66,8 @@ pub async fn queue_size(conn: &mut Conn, queue: &str) -> Result<i64> {
     let key = conn.keys().queue(queue);
     conn.cmd(redis::cmd("LLEN").arg(key)).await
 }
+
+/// One round trip; fails with [`crate::Error::Connection`] if Redis cannot be reached.
+pub async fn ping(conn: &mut Conn) -> Result<bool> {
+    conn.cmd::<String>(&redis::cmd("PING")).await.map(|_| true)
+}

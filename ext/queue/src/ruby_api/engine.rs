@@ -1,0 +1,155 @@
+//! `JobQueue::Native::Engine`: one configured Redis (URL + namespace) and the client side of it.
+//!
+//! Pushes run on a connection owned by the calling Ruby thread (a thread-local map keyed by engine),
+//! driven on that thread with the GVL released: no hop to another thread per call. A forked child
+//! sees the parent's pid on the inherited connection and dials its own (the inherited one is leaked,
+//! not closed, since its socket is the parent's too).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby};
+use queue_core::blocking::BlockingConn;
+use queue_core::server::ServerConfig;
+use queue_core::{api, client, Redis, RedisConfig};
+
+use super::bytes_of;
+use super::server::Server;
+use crate::errors::blocking;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    static CONNS: RefCell<HashMap<u64, BlockingConn>> = RefCell::new(HashMap::new());
+}
+
+#[magnus::wrap(class = "JobQueue::Native::Engine", free_immediately, size)]
+pub struct Engine {
+    redis: Redis,
+    id: u64,
+}
+
+/// Runs `op` on this thread's connection for `engine`, dialling it first if needed.
+fn with_conn<T>(
+    redis: &Redis,
+    id: u64,
+    op: impl AsyncFnOnce(&mut queue_core::connection::Conn) -> queue_core::Result<T>,
+) -> queue_core::Result<T> {
+    CONNS.with(|cell| {
+        let mut conns = cell.borrow_mut();
+        let pid = std::process::id();
+        if conns.get(&id).is_some_and(|c| c.pid() != pid) {
+            if let Some(inherited) = conns.remove(&id) {
+                std::mem::forget(inherited);
+            }
+        }
+        let conn = match conns.entry(id) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(BlockingConn::new(redis)?),
+        };
+        conn.run(op)
+    })
+}
+
+impl Engine {
+    fn new(url: String, namespace: String) -> Result<Engine, Error> {
+        let redis = Redis::new(RedisConfig::new(&url, &namespace)).map_err(crate::errors::to_ruby)?;
+        Ok(Engine {
+            redis,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    fn namespace(&self) -> String {
+        self.redis.keys().namespace().to_owned()
+    }
+
+    /// `push(queue, [json, ...])`: LPUSH onto `queue:<queue>`, in order.
+    fn push(&self, queue: String, jobs: RArray) -> Result<(), Error> {
+        let jobs: Vec<Vec<u8>> = jobs
+            .into_iter()
+            .map(|v| RString::try_convert(v).map(bytes_of))
+            .collect::<Result<_, _>>()?;
+        let (redis, id) = (&self.redis, self.id);
+        blocking(move || with_conn(redis, id, async |c| client::push(c, &queue, &jobs).await))
+    }
+
+    /// `schedule([[at, json], ...])`: ZADD to `schedule`.
+    fn schedule(&self, entries: RArray) -> Result<(), Error> {
+        let mut jobs = Vec::with_capacity(entries.len());
+        for entry in entries.into_iter() {
+            let (at, json): (f64, RString) = magnus::TryConvert::try_convert(entry)?;
+            jobs.push((at, bytes_of(json)));
+        }
+        let (redis, id) = (&self.redis, self.id);
+        blocking(move || with_conn(redis, id, async |c| client::schedule(c, &jobs).await))
+    }
+
+    /// Totals as a Hash (`processed`, `failed`, sizes, `queues` => {name => size}).
+    fn stats(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
+        let (redis, id) = (&rb_self.redis, rb_self.id);
+        let stats = blocking(move || with_conn(redis, id, async |c| api::stats(c).await))?;
+        let hash = ruby.hash_new();
+        hash.aset("processed", stats.processed)?;
+        hash.aset("failed", stats.failed)?;
+        hash.aset("scheduled_size", stats.scheduled_size)?;
+        hash.aset("retry_size", stats.retry_size)?;
+        hash.aset("dead_size", stats.dead_size)?;
+        hash.aset("processes_size", stats.processes_size)?;
+        hash.aset("enqueued", stats.enqueued)?;
+        let queues = ruby.hash_new();
+        for (name, size) in stats.queues {
+            queues.aset(name, size)?;
+        }
+        hash.aset("queues", queues)?;
+        Ok(hash)
+    }
+
+    fn queue_size(&self, queue: String) -> Result<i64, Error> {
+        let (redis, id) = (&self.redis, self.id);
+        blocking(move || with_conn(redis, id, async |c| api::queue_size(c, &queue).await))
+    }
+
+    /// Round trip to Redis; raises `JobQueue::ConnectionError` if it cannot be reached.
+    fn ping(&self) -> Result<bool, Error> {
+        let (redis, id) = (&self.redis, self.id);
+        blocking(move || with_conn(redis, id, async |c| api::ping(c).await))
+    }
+
+    /// `start_server(identity, [[queue, weight], ...], concurrency, max_batch, info_json, scheduler)`
+    fn start_server(
+        &self,
+        identity: String,
+        queues: Vec<(String, u32)>,
+        concurrency: usize,
+        max_batch: usize,
+        info_json: String,
+        scheduler: bool,
+    ) -> Result<Server, Error> {
+        let config = ServerConfig {
+            identity,
+            queues,
+            concurrency,
+            max_batch,
+            info_json,
+            scheduler,
+        };
+        let redis = self.redis.clone();
+        let server = blocking(move || queue_core::server::Server::start(redis, config))?;
+        Ok(Server::new(server))
+    }
+}
+
+pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
+    let class = native.define_class("Engine", ruby.class_object())?;
+    class.define_singleton_method("new", magnus::function!(Engine::new, 2))?;
+    class.define_method("namespace", magnus::method!(Engine::namespace, 0))?;
+    class.define_method("push", magnus::method!(Engine::push, 2))?;
+    class.define_method("schedule", magnus::method!(Engine::schedule, 1))?;
+    class.define_method("stats", magnus::method!(Engine::stats, 0))?;
+    class.define_method("queue_size", magnus::method!(Engine::queue_size, 1))?;
+    class.define_method("ping", magnus::method!(Engine::ping, 0))?;
+    class.define_method("start_server", magnus::method!(Engine::start_server, 6))?;
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! `JobQueue::Native::Fetcher`: one processor thread's access to work.
+//!
+//! `next` returns `[queue, job_json]` or nil. When a batch is already in memory it answers without
+//! releasing the GVL or touching Redis; otherwise it releases the GVL for the round trip or the wait.
+//! `done` queues the acknowledgement (written with the next fetch); `fail` files the job under
+//! Sidekiq's retry rules and returns `[fate, job_json]`; `bury` sends unreadable job data to the dead
+//! set; `close` writes acks and puts prefetched jobs back.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use magnus::{prelude::*, Error, RArray, Ruby, Symbol, Value};
+use queue_core::fetch;
+use queue_core::retry::{Failure, RetryIn};
+
+use super::utf8_string;
+use crate::errors::blocking;
+
+#[magnus::wrap(class = "JobQueue::Native::Fetcher", free_immediately, size)]
+pub struct Fetcher {
+    inner: Mutex<fetch::Fetcher>,
+}
+
+impl Fetcher {
+    pub fn new(inner: fetch::Fetcher) -> Fetcher {
+        Fetcher {
+            inner: Mutex::new(inner),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, fetch::Fetcher> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn next(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<Option<RArray>, Error> {
+        let buffered = rb_self.lock().next_buffered();
+        let job = match buffered {
+            Some(job) => Some(job),
+            None => {
+                let wait = Duration::from_secs_f64(timeout.clamp(0.0, 2.0));
+                let inner = &rb_self.inner;
+                blocking(move || {
+                    inner
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .next(wait)
+                })?
+            }
+        };
+        Ok(job.map(|(queue, raw)| {
+            let pair = ruby.ary_new_capa(2);
+            let _ = pair.push(ruby.str_new(&queue));
+            let _ = pair.push(utf8_string(ruby, &raw));
+            pair
+        }))
+    }
+
+    fn done(&self) {
+        self.lock().done();
+    }
+
+    /// `fail(error_class, message, backtrace_lines, retry_in)`; `retry_in` is nil, an Integer of
+    /// seconds, or `:kill` / `:discard`.
+    fn fail(
+        ruby: &Ruby,
+        rb_self: &Self,
+        error_class: String,
+        message: String,
+        backtrace: Vec<String>,
+        retry_in: Value,
+    ) -> Result<RArray, Error> {
+        let failure = Failure {
+            error_class,
+            error_message: message,
+            backtrace,
+            retry_in: retry_in_of(ruby, retry_in)?,
+        };
+        let inner = &rb_self.inner;
+        let (fate, filed) = blocking(move || {
+            inner
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .fail(&failure)
+        })?;
+        let out = ruby.ary_new_capa(2);
+        out.push(ruby.to_symbol(fate.name()))?;
+        out.push(filed)?;
+        Ok(out)
+    }
+
+    fn bury(&self) -> Result<(), Error> {
+        let inner = &self.inner;
+        blocking(move || inner.lock().unwrap_or_else(|p| p.into_inner()).bury())
+    }
+
+    fn close(&self) -> Result<(), Error> {
+        let inner = &self.inner;
+        blocking(move || inner.lock().unwrap_or_else(|p| p.into_inner()).close())
+    }
+}
+
+fn retry_in_of(ruby: &Ruby, v: Value) -> Result<RetryIn, Error> {
+    if v.is_nil() {
+        return Ok(RetryIn::Default);
+    }
+    if let Ok(sym) = Symbol::try_convert(v) {
+        return match sym.name()?.as_ref() {
+            "kill" => Ok(RetryIn::Kill),
+            "discard" => Ok(RetryIn::Discard),
+            other => Err(Error::new(
+                ruby.exception_arg_error(),
+                format!("sidekiq_retry_in returned :{other}; expected seconds, :kill or :discard"),
+            )),
+        };
+    }
+    let seconds = f64::try_convert(v)?;
+    Ok(RetryIn::Seconds(seconds as i64))
+}
+
+pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
+    let class = native.define_class("Fetcher", ruby.class_object())?;
+    class.undef_default_alloc_func();
+    class.define_method("next", magnus::method!(Fetcher::next, 1))?;
+    class.define_method("done", magnus::method!(Fetcher::done, 0))?;
+    class.define_method("fail", magnus::method!(Fetcher::fail, 4))?;
+    class.define_method("bury", magnus::method!(Fetcher::bury, 0))?;
+    class.define_method("close", magnus::method!(Fetcher::close, 0))?;
+    Ok(())
+}

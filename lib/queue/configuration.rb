@@ -1,0 +1,150 @@
+# frozen_string_literal: true
+
+require "uri"
+
+module JobQueue
+  # Everything a client or server needs to know, set with `JobQueue.configure { |c| ... }`.
+  #
+  #   JobQueue.configure do |c|
+  #     c.redis = { url: "rediss://redis.example.com:6380/0", password: ENV["REDIS_PASSWORD"] }
+  #     c.namespace = "resque:gitlab:"   # optional key prefix
+  #     c.concurrency = 10
+  #     c.queues = ["critical,3", "default"]
+  #     c.error_handlers << ->(error, context) { Bugsnag.notify(error) }
+  #   end
+  class Configuration
+    DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+    DEFAULT_JOB_OPTIONS = {"retry" => true, "queue" => "default"}.freeze
+
+    attr_reader :concurrency, :timeout, :max_batch, :queues, :namespace
+    attr_reader :error_handlers, :death_handlers, :client_middleware_chain, :server_middleware_chain
+    attr_accessor :tag, :labels, :logger, :environment, :require_path
+    attr_writer :default_job_options
+
+    def initialize
+      @redis = {}
+      @namespace = ""
+      @concurrency = 10
+      @timeout = 25
+      @max_batch = 10
+      @queues = [["default", 1]]
+      @tag = ""
+      @labels = []
+      @error_handlers = [method(:log_error)]
+      @death_handlers = []
+      @client_middleware_chain = Middleware::Chain.new
+      @server_middleware_chain = Middleware::Chain.new
+      @logger = ::Logger.new($stdout, level: ::Logger::INFO, progname: "queue")
+      @default_job_options = DEFAULT_JOB_OPTIONS
+    end
+
+    # Redis settings: `url:` (redis://, rediss:// or unix://), optional `password:`, `namespace:`.
+    # With no URL, REDIS_URL from the environment, else redis://127.0.0.1:6379/0.
+    def redis=(options)
+      options = options.transform_keys(&:to_sym)
+      unknown = options.keys - %i[url password namespace]
+      raise ArgumentError, "unknown redis option(s) #{unknown.join(", ")}; use url:, password:, namespace:" if unknown.any?
+
+      @redis = options
+      self.namespace = options[:namespace] if options.key?(:namespace)
+      @engine = nil
+    end
+
+    def redis
+      @redis.dup
+    end
+
+    def redis_url
+      url = @redis[:url] || ENV["REDIS_URL"] || DEFAULT_REDIS_URL
+      return url unless @redis[:password]
+
+      uri = URI.parse(url)
+      uri.password = URI.encode_www_form_component(@redis[:password])
+      uri.user ||= ""
+      uri.to_s
+    end
+
+    # Key prefix for every key, as redis-namespace applies it ("resque:gitlab:"). A namespace given
+    # without a trailing colon gets one.
+    def namespace=(value)
+      value = value.to_s
+      value += ":" unless value.empty? || value.end_with?(":")
+      @namespace = value
+      @engine = nil
+    end
+
+    def concurrency=(n)
+      raise ArgumentError, "concurrency must be a positive Integer, got #{n.inspect}" unless n.is_a?(Integer) && n.positive?
+
+      @concurrency = n
+    end
+
+    # Seconds a stopping server waits for running jobs before it puts them back on their queues.
+    def timeout=(seconds)
+      raise ArgumentError, "timeout must be a non-negative number, got #{seconds.inspect}" unless seconds.is_a?(Numeric) && seconds >= 0
+
+      @timeout = seconds
+    end
+
+    # Most jobs one fetch takes for one thread when a queue is deep (fewer when it is shallow).
+    def max_batch=(n)
+      raise ArgumentError, "max_batch must be a positive Integer, got #{n.inspect}" unless n.is_a?(Integer) && n.positive?
+
+      @max_batch = n
+    end
+
+    # Queues in priority order, each "name" or "name,weight" (or [name, weight]). With weights a queue
+    # is tried first in proportion to its weight; without, the order is strict.
+    def queues=(list)
+      parsed = Array(list).map { |spec| parse_queue(spec) }
+      raise ArgumentError, "at least one queue is needed" if parsed.empty?
+
+      names = parsed.map(&:first)
+      dup = names.find { |n| names.count(n) > 1 }
+      raise ArgumentError, "queue #{dup.inspect} is listed twice" if dup
+
+      @queues = parsed
+    end
+
+    def queue_names
+      @queues.map(&:first)
+    end
+
+    def default_job_options
+      @default_job_options
+    end
+
+    def client_middleware
+      yield @client_middleware_chain if block_given?
+      @client_middleware_chain
+    end
+
+    def server_middleware
+      yield @server_middleware_chain if block_given?
+      @server_middleware_chain
+    end
+
+    # The native engine for the current settings.
+    def engine
+      @engine ||= Native::Engine.new(redis_url, @namespace)
+    end
+
+    private
+
+    def parse_queue(spec)
+      name, weight = spec.is_a?(Array) ? spec : spec.to_s.split(",", 2)
+      name = name.to_s.strip
+      raise ArgumentError, "queue name must not be empty (in #{spec.inspect})" if name.empty?
+
+      weight = weight.nil? ? 1 : Integer(weight.to_s.strip, exception: false)
+      raise ArgumentError, "queue weight must be a positive Integer (in #{spec.inspect})" unless weight.is_a?(Integer) && weight.positive?
+
+      [name, weight]
+    end
+
+    def log_error(error, context)
+      logger.warn("#{context[:context] || "error"}: #{error.class}: #{error.message}")
+      logger.debug { (error.backtrace || []).join("\n") }
+    end
+  end
+end

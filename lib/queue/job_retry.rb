@@ -1,0 +1,78 @@
+# frozen_string_literal: true
+
+module JobQueue
+  # The Ruby half of a failure: asks the worker's `sidekiq_retry_in` block for a delay, lets the engine
+  # file the job (retry set, dead set, or nowhere, under Sidekiq's rules), then runs the callbacks the
+  # outcome calls for: `sidekiq_retries_exhausted` and the death handlers when retries are used up,
+  # the death handlers alone for `retry: false`, and the error handlers for every failure.
+  class JobRetry
+    def initialize(config)
+      @config = config
+    end
+
+    def failed(fetcher, klass, job, queue, error)
+      retry_in = retry_in(klass, job, error)
+      fate, filed = fetcher.fail(error.class.name, message_of(error), error.backtrace || [], retry_in)
+      filed_job = filed ? JSON.parse(filed) : job
+      case fate
+      when :dead, :exhausted
+        exhausted(klass, filed_job, error)
+      when :no_retry
+        notify_death(filed_job, error)
+      end
+      report(error, context: "Job raised exception", job: filed_job, queue: queue)
+    end
+
+    private
+
+    # nil (Sidekiq's formula), Integer seconds, :kill or :discard.
+    def retry_in(klass, job, error)
+      block = klass.respond_to?(:sidekiq_retry_in_block) && klass.sidekiq_retry_in_block
+      return nil unless block
+
+      count = job["retry_count"].is_a?(Integer) ? job["retry_count"] + 1 : 0
+      answer = block.call(count, error, job)
+      case answer
+      when :kill, :discard, nil then answer
+      when Numeric then answer.to_i
+      else
+        raise ArgumentError, "sidekiq_retry_in returned #{answer.inspect}; expected seconds, :kill or :discard"
+      end
+    rescue => e
+      report(e, context: "sidekiq_retry_in of #{klass} failed; using the default delay")
+      nil
+    end
+
+    def exhausted(klass, job, error)
+      block = klass.respond_to?(:sidekiq_retries_exhausted_block) && klass.sidekiq_retries_exhausted_block
+      begin
+        block&.call(job, error)
+      rescue => e
+        report(e, context: "Error calling retries_exhausted", job: job)
+      end
+      notify_death(job, error)
+    end
+
+    def notify_death(job, error)
+      @config.death_handlers.each do |handler|
+        handler.call(job, error)
+      rescue => e
+        report(e, context: "Error calling death handler", job: job)
+      end
+    end
+
+    def report(error, context)
+      @config.error_handlers.each do |handler|
+        handler.call(error, context)
+      rescue => e
+        @config.logger.error("error handler failed: #{e.class}: #{e.message}")
+      end
+    end
+
+    def message_of(error)
+      error.message.to_s.dup.force_encoding(Encoding::UTF_8).scrub
+    rescue
+      "!!! ERROR MESSAGE THREW AN ERROR !!!"
+    end
+  end
+end

@@ -1,0 +1,101 @@
+# frozen_string_literal: true
+
+require_relative "processor"
+
+module JobQueue
+  # Runs one server process: the engine's background work (heartbeat, scheduler, recovery) and
+  # `concurrency` processor threads.
+  #
+  # Stopping is ordered so that every job either finishes or goes back to its queue: quiet the
+  # engine (no more work is handed out), let the threads finish within the timeout, then have the
+  # engine put back whatever is still held, and only then interrupt the threads that outlived it.
+  class Launcher
+    attr_reader :identity, :config
+
+    def initialize(config = JobQueue.config)
+      @config = config
+      @identity = "#{hostname}:#{::Process.pid}:#{SecureRandom.hex(6)}"
+      @quiet = false
+      @processors = []
+    end
+
+    def run
+      @server = @config.engine.start_server(
+        @identity, @config.queues, @config.concurrency, @config.max_batch, info_json, true
+      )
+      @processors = Array.new(@config.concurrency) { |i| Processor.new(self, @server, @config, i).start }
+      @config.logger.info("queue #{VERSION} started as #{@identity}: #{@config.concurrency} threads on #{queue_summary}")
+      self
+    end
+
+    def quiet?
+      @quiet
+    end
+
+    # Stop taking new jobs (TSTP); running ones finish.
+    def quiet
+      return if @quiet
+
+      @quiet = true
+      @server&.quiet
+      @config.logger.info("quiet: no new jobs will be taken")
+    end
+
+    # Graceful stop. Returns the number of jobs put back on their queues.
+    def stop
+      quiet
+      deadline = monotonic + @config.timeout
+      @processors.each { |p| p.thread.join([deadline - monotonic, 0].max) }
+      stragglers = @processors.map(&:thread).select(&:alive?)
+      requeued = @server ? @server.stop : 0
+      stragglers.each { |t| t.raise(Shutdown, "shutdown timeout") }
+      stragglers.each { |t| t.join(2) }
+      @config.logger.info("stopped; #{requeued} unfinished job(s) back in their queues")
+      requeued
+    end
+
+    # Signals (TSTP, TERM, TTIN) a dashboard sent to this process.
+    def remote_signals
+      @server ? @server.take_signals : []
+    end
+
+    # @api private
+    def processor_died(processor, error)
+      @config.logger.error("#{processor.thread&.name} died: #{error.class}: #{error.message}")
+    end
+
+    def busy_threads
+      @processors.count { |p| p.thread&.alive? }
+    end
+
+    private
+
+    def info_json
+      JSON.generate(
+        "hostname" => hostname,
+        "started_at" => Time.now.to_f,
+        "pid" => ::Process.pid,
+        "tag" => @config.tag.to_s,
+        "concurrency" => @config.concurrency,
+        "queues" => @config.queue_names,
+        "weights" => @config.queues.to_h,
+        "labels" => Array(@config.labels),
+        "identity" => @identity,
+        "version" => VERSION,
+        "embedded" => false
+      )
+    end
+
+    def queue_summary
+      @config.queues.map { |name, weight| weight == 1 ? name : "#{name},#{weight}" }.join(" ")
+    end
+
+    def hostname
+      ENV["DYNO"] || Socket.gethostname
+    end
+
+    def monotonic
+      ::Process.clock_gettime(::Process::CLOCK_MONOTONIC)
+    end
+  end
+end

@@ -1,0 +1,89 @@
+# frozen_string_literal: true
+
+require_relative "job_retry"
+
+module JobQueue
+  # One processor thread: takes a job from its fetcher, runs the server middleware and `perform`,
+  # and reports the outcome. Acknowledgements, retries and stats are written by the engine, batched.
+  class Processor
+    # Longest a thread waits for work before it checks whether the process is stopping.
+    WAIT = 1.0
+
+    attr_reader :thread
+
+    def initialize(launcher, server, config, index)
+      @launcher = launcher
+      @server = server
+      @config = config
+      @index = index
+      @retry = JobRetry.new(config)
+      @classes = {}
+    end
+
+    def start
+      @thread = Thread.new { run }
+      @thread.name = "queue-processor-#{@index}"
+      self
+    end
+
+    def run
+      @fetcher = @server.fetcher(tid)
+      until @launcher.quiet?
+        work = @fetcher.next(WAIT)
+        process(*work) if work
+      end
+    rescue Shutdown
+      # The shutdown timeout ran out; the engine already put this job back on its queue.
+    rescue Exception => e # rubocop:disable Lint/RescueException
+      @config.error_handlers.each { |h| h.call(e, {context: "processor thread died"}) }
+      @launcher.processor_died(self, e)
+    ensure
+      @fetcher&.close
+    end
+
+    # Sidekiq's thread id: base-36 of the thread's object id xor the pid.
+    def tid
+      @tid ||= (Thread.current.object_id ^ ::Process.pid).to_s(36)
+    end
+
+    private
+
+    def process(queue, raw)
+      job = parse(raw) or return
+      klass = nil
+      begin
+        klass = constantize(job["class"])
+        worker = klass.new
+        worker.jid = job["jid"] if worker.respond_to?(:jid=)
+        @config.server_middleware_chain.invoke(worker, job, queue) do
+          worker.perform(*job["args"])
+        end
+        @fetcher.done
+      rescue Shutdown
+        raise
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        @retry.failed(@fetcher, klass, job, queue, e)
+      end
+    end
+
+    # Malformed JSON, or JSON that is not a job hash, goes straight to the dead set, as in Sidekiq.
+    def parse(raw)
+      job = JSON.parse(raw)
+      return job if job.is_a?(Hash) && job["args"].is_a?(Array)
+
+      bury(raw, InvalidJob.new("job is not a Hash with an \"args\" Array"))
+    rescue JSON::ParserError, EncodingError => e
+      bury(raw, e)
+    end
+
+    def bury(raw, error)
+      @fetcher.bury
+      @config.error_handlers.each { |h| h.call(error, {context: "invalid job data", jobstr: raw}) }
+      nil
+    end
+
+    def constantize(name)
+      @classes[name] ||= Object.const_get(name.to_s)
+    end
+  end
+end

@@ -1,0 +1,153 @@
+# frozen_string_literal: true
+
+module JobQueue
+  # Include in a class to make it a worker, with Sidekiq's API:
+  #
+  #   class HardWorker
+  #     include JobQueue::Worker
+  #     sidekiq_options queue: "critical", retry: 5, backtrace: 10
+  #     sidekiq_retry_in { |count, exception| 10 * (count + 1) }   # seconds, :kill or :discard
+  #     sidekiq_retries_exhausted { |job, exception| Alerts.notify(job["jid"]) }
+  #
+  #     def perform(user_id, opts = {}) = User.find(user_id).sync!(**opts)
+  #   end
+  #
+  #   HardWorker.perform_async(1)
+  #   HardWorker.perform_in(300, 2)
+  #   HardWorker.set(queue: "low", wait: 60).perform_async(3)
+  #   HardWorker.perform_bulk([[1], [2], [3]])
+  module Worker
+    # Options understood by the engine; any other key is kept in the job hash for middleware.
+    OPTION_CHECKS = {
+      "queue" => ->(v) { (v.is_a?(String) || v.is_a?(Symbol)) && !v.to_s.empty? },
+      "retry" => ->(v) { v == true || v == false || (v.is_a?(Integer) && v >= 0) },
+      "retry_queue" => ->(v) { v.is_a?(String) || v.is_a?(Symbol) },
+      "backtrace" => ->(v) { v == true || v == false || (v.is_a?(Integer) && v >= 0) },
+      "dead" => ->(v) { v == true || v == false },
+      "tags" => ->(v) { v.is_a?(Array) }
+    }.freeze
+
+    def self.included(base)
+      raise ArgumentError, "JobQueue::Worker must be included in a class" unless base.is_a?(Class)
+
+      base.extend(ClassMethods)
+    end
+
+    attr_accessor :jid
+
+    # Class-level API of a worker.
+    module ClassMethods
+      def sidekiq_options(options = {})
+        options = options.transform_keys(&:to_s)
+        options.each do |key, value|
+          check = OPTION_CHECKS[key]
+          raise ArgumentError, "#{name}: invalid sidekiq_options #{key}: #{value.inspect}" if check && !check.call(value)
+        end
+        options["queue"] = options["queue"].to_s if options.key?("queue")
+        options["retry_queue"] = options["retry_queue"].to_s if options.key?("retry_queue")
+        @job_options = own_job_options.merge(options)
+      end
+      alias_method :queue_options, :sidekiq_options
+
+      # Options of this class, merged over its superclass's and the global defaults.
+      def get_sidekiq_options
+        inherited = superclass.respond_to?(:get_sidekiq_options) ? superclass.get_sidekiq_options : JobQueue.config.default_job_options
+        inherited.merge(own_job_options)
+      end
+
+      def sidekiq_retry_in(&block)
+        @retry_in_block = block
+      end
+
+      def sidekiq_retries_exhausted(&block)
+        @retries_exhausted_block = block
+      end
+
+      def sidekiq_retry_in_block
+        @retry_in_block || (superclass.respond_to?(:sidekiq_retry_in_block) ? superclass.sidekiq_retry_in_block : nil)
+      end
+
+      def sidekiq_retries_exhausted_block
+        @retries_exhausted_block || (superclass.respond_to?(:sidekiq_retries_exhausted_block) ? superclass.sidekiq_retries_exhausted_block : nil)
+      end
+
+      def perform_async(*args)
+        Setter.new(self, {}).perform_async(*args)
+      end
+
+      # Runs after `interval` seconds (or at an epoch time, if the number is that large).
+      def perform_in(interval, *args)
+        Setter.new(self, {}).perform_in(interval, *args)
+      end
+      alias_method :perform_at, :perform_in
+
+      def perform_bulk(args_list, batch_size: 1000)
+        Setter.new(self, {}).perform_bulk(args_list, batch_size: batch_size)
+      end
+
+      # Options for the next push only: `queue:`, `retry:`, any job option, and `wait:` (seconds) or
+      # `wait_until:` (a Time or epoch seconds).
+      def set(options)
+        Setter.new(self, options)
+      end
+
+      def client_push(item)
+        JobQueue::Client.new.push(item)
+      end
+
+      private
+
+      def own_job_options
+        @job_options || {}
+      end
+    end
+
+    # The result of `Worker.set(...)`: pushes with extra options.
+    class Setter
+      def initialize(klass, options)
+        @klass = klass
+        @options = {}
+        set(options)
+      end
+
+      def set(options)
+        options = options.transform_keys(&:to_s)
+        wait = options.delete("wait")
+        wait_until = options.delete("wait_until")
+        @at = Time.now.to_f + Float(wait) if wait
+        @at = wait_until.to_f if wait_until
+        @options.merge!(options)
+        self
+      end
+
+      def perform_async(*args)
+        item = @options.merge("class" => @klass, "args" => args)
+        item["at"] = @at if @at
+        @klass.client_push(item)
+      end
+
+      def perform_in(interval, *args)
+        raise ArgumentError, "perform_in needs a Numeric interval or a Time, got #{interval.inspect}" unless interval.is_a?(Numeric) || interval.is_a?(Time)
+
+        now = Time.now.to_f
+        at = interval.to_f
+        at = now + at if at < 1_000_000_000
+        item = @options.merge("class" => @klass, "args" => args)
+        item["at"] = at if at > now
+        @klass.client_push(item)
+      end
+      alias_method :perform_at, :perform_in
+
+      def perform_bulk(args_list, batch_size: 1000)
+        args_list.each_slice(batch_size).flat_map do |slice|
+          item = @options.merge("class" => @klass, "args" => slice)
+          item["at"] = @at if @at
+          JobQueue::Client.new.push_bulk(item)
+        end
+      end
+    end
+  end
+
+  # Sidekiq 6.3+ calls workers jobs; both names work.
+  Job = Worker
+end
