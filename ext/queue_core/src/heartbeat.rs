@@ -25,7 +25,11 @@ const STALE_ACK: Duration = Duration::from_secs(2);
 
 /// One beat. `info_json` is the process description (hostname, pid, queues, …). Returns a signal
 /// name a dashboard asked for, if any.
-pub async fn beat(conn: &mut Conn, shared: &FetchShared, info_json: &str) -> Result<Option<String>> {
+pub async fn beat(
+    conn: &mut Conn,
+    shared: &FetchShared,
+    info_json: &str,
+) -> Result<Option<String>> {
     let stale = shared.take_stale_acks(STALE_ACK);
     if !stale.is_empty() {
         fetch::write_acks(conn, shared, &stale).await?;
@@ -57,7 +61,10 @@ pub async fn beat(conn: &mut Conn, shared: &FetchShared, info_json: &str) -> Res
         pipe.cmd("EXPIRE").arg(&busy_key).arg(EXPIRY_SECS).ignore();
     }
     let process = keys.process(identity);
-    pipe.cmd("SADD").arg(keys.processes()).arg(identity).ignore();
+    pipe.cmd("SADD")
+        .arg(keys.processes())
+        .arg(identity)
+        .ignore();
     pipe.cmd("HSET")
         .arg(&process)
         .arg("info")
@@ -83,7 +90,10 @@ pub async fn beat(conn: &mut Conn, shared: &FetchShared, info_json: &str) -> Res
 pub async fn clear(conn: &mut Conn, identity: &str) -> Result<()> {
     let keys = conn.keys().clone();
     let mut pipe = redis::pipe();
-    pipe.cmd("SREM").arg(keys.processes()).arg(identity).ignore();
+    pipe.cmd("SREM")
+        .arg(keys.processes())
+        .arg(identity)
+        .ignore();
     pipe.cmd("UNLINK")
         .arg(keys.process(identity))
         .arg(keys.workers(identity))

@@ -69,7 +69,9 @@ impl Job {
     }
 
     pub fn set_float(&mut self, field: &str, x: f64) {
-        let value = Number::from_f64(x).map(Value::Number).unwrap_or(Value::Null);
+        let value = Number::from_f64(x)
+            .map(Value::Number)
+            .unwrap_or(Value::Null);
         self.set(field, value);
     }
 

@@ -135,7 +135,10 @@ mod tests {
         assert_eq!(k.workers("h:1:abc"), "h:1:abc:workers");
         assert_eq!(k.work("h:1:abc"), "h:1:abc:work");
         assert_eq!(k.signals("h:1:abc"), "h:1:abc-signals");
-        assert_eq!(k.stat_processed_on("2026-01-02"), "stat:processed:2026-01-02");
+        assert_eq!(
+            k.stat_processed_on("2026-01-02"),
+            "stat:processed:2026-01-02"
+        );
     }
 
     #[test]

@@ -56,8 +56,10 @@ fn failures_are_filed_by_their_retry_policy_and_counted() {
     let redis = t.redis();
     let mut c = t.conn();
     let retry_two = br#"{"class":"W","args":["two"],"retry":2,"queue":"default","jid":"j-two","custom":{"keep":[1,2.50]}}"#.to_vec();
-    let retry_zero = br#"{"class":"W","args":["zero"],"retry":0,"queue":"default","jid":"j-zero"}"#.to_vec();
-    let retry_off = br#"{"class":"W","args":["off"],"retry":false,"queue":"default","jid":"j-off"}"#.to_vec();
+    let retry_zero =
+        br#"{"class":"W","args":["zero"],"retry":0,"queue":"default","jid":"j-zero"}"#.to_vec();
+    let retry_off =
+        br#"{"class":"W","args":["off"],"retry":false,"queue":"default","jid":"j-off"}"#.to_vec();
     let garbage = b"{\"class\":\"W\",\"args\":[ not json".to_vec();
     push(
         &redis,
@@ -82,7 +84,11 @@ fn failures_are_filed_by_their_retry_policy_and_counted() {
     let retries = zrange_scores(&mut c, "retry");
     assert_eq!(retries.len(), 1);
     let (member, score) = &retries[0];
-    assert_eq!(Some(text(member)), filed, "the set holds the job as reported");
+    assert_eq!(
+        Some(text(member)),
+        filed,
+        "the set holds the job as reported"
+    );
     assert!((score - at).abs() < 1e-3, "scored {score}, planned {at}");
     let job = parse(member);
     assert_eq!(job["retry_count"], 0);
@@ -92,12 +98,22 @@ fn failures_are_filed_by_their_retry_policy_and_counted() {
     assert_eq!(job["jid"], "j-two");
     assert_eq!(job["args"], serde_json::json!(["two"]));
     assert!(text(member).contains(r#""custom":{"keep":[1,2.50]}"#));
-    assert!(job.get("error_backtrace").is_none(), "no backtrace unless asked");
+    assert!(
+        job.get("error_backtrace").is_none(),
+        "no backtrace unless asked"
+    );
     let failed_at = job["failed_at"].as_f64().expect("failed_at is a number");
     // Sidekiq's first delay: 0**4 + 15 + rand(10) * 1 seconds after the failure.
     let delay = score - failed_at;
-    assert!((14.999..24.001).contains(&delay), "first retry after {delay} s");
-    assert_eq!(llen(&mut c, &working), 0, "the failed job left the working list");
+    assert!(
+        (14.999..24.001).contains(&delay),
+        "first retry after {delay} s"
+    );
+    assert_eq!(
+        llen(&mut c, &working),
+        0,
+        "the failed job left the working list"
+    );
     assert_eq!(counter(&mut c, "stat:failed"), 1);
 
     // retry: 0 → straight to dead.
@@ -120,7 +136,17 @@ fn failures_are_filed_by_their_retry_policy_and_counted() {
 
     assert_eq!(counter(&mut c, "stat:failed"), 3);
     assert_eq!(counter(&mut c, &format!("stat:failed:{}", today())), 3);
-    assert_eq!(counter(&mut c, "stat:processed"), 3, "failures count as processed");
+    assert_eq!(
+        counter(&mut c, "stat:processed"),
+        3,
+        "failures count as processed"
+    );
+    assert_stat_expiry(&mut c, "stat:failed", &format!("stat:failed:{}", today()));
+    assert_stat_expiry(
+        &mut c,
+        "stat:processed",
+        &format!("stat:processed:{}", today()),
+    );
     assert_eq!(llen(&mut c, &working), 0);
 
     // An unreadable job is buried byte for byte.
@@ -154,7 +180,10 @@ fn retry_two_means_two_retries_then_dead() {
             assert_eq!(raw, original);
         }
         let (fate, _) = fetcher.fail(&boom()).expect("fail");
-        assert!(matches!(fate, Fate::Retry { .. }), "attempt {attempt}: {fate:?}");
+        assert!(
+            matches!(fate, Fate::Retry { .. }),
+            "attempt {attempt}: {fate:?}"
+        );
         let retries = zmembers(&mut c, "retry");
         assert_eq!(retries.len(), 1);
         let job = parse(&retries[0]);

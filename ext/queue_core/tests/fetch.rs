@@ -66,14 +66,31 @@ fn pushed_jobs_come_back_in_order_byte_for_byte_and_are_acknowledged() {
     assert_eq!(fetcher.next(Duration::ZERO).expect("fetch"), None);
     fetcher.close().expect("close");
 
-    assert_eq!(llen(&mut c, &working), 0, "acknowledged jobs left the working list");
+    assert_eq!(
+        llen(&mut c, &working),
+        0,
+        "acknowledged jobs left the working list"
+    );
     assert_eq!(llen(&mut c, "queue:default"), 0);
     assert_eq!(counter(&mut c, "stat:processed"), 3);
     assert_eq!(counter(&mut c, &format!("stat:processed:{}", today())), 3);
     assert_eq!(counter(&mut c, "stat:failed"), 0);
+    assert_stat_expiry(
+        &mut c,
+        "stat:processed",
+        &format!("stat:processed:{}", today()),
+    );
 
-    assert_eq!(server.stop().expect("stop"), 0, "nothing was left to put back");
-    assert_eq!(llen(&mut c, "queue:default"), 0, "no job came back after it was done");
+    assert_eq!(
+        server.stop().expect("stop"),
+        0,
+        "nothing was left to put back"
+    );
+    assert_eq!(
+        llen(&mut c, "queue:default"),
+        0,
+        "no job came back after it was done"
+    );
 }
 
 #[test]
@@ -89,10 +106,7 @@ fn strict_order_always_takes_from_the_first_non_empty_queue() {
     push(&redis, "default", &[d1.clone(), d2.clone()]);
     push(&redis, "critical", std::slice::from_ref(&c1));
 
-    let mut config = server_config(
-        IDENTITY,
-        &[("critical", 1), ("default", 1), ("low", 1)],
-    );
+    let mut config = server_config(IDENTITY, &[("critical", 1), ("default", 1), ("low", 1)]);
     config.concurrency = 1;
     let server = Server::start(redis.clone(), config).expect("server starts");
     let mut fetcher = server.fetcher("t1").expect("fetcher");
@@ -172,7 +186,11 @@ fn close_puts_prefetched_jobs_back_at_the_head_of_the_queue_in_order() {
     let working = redis.keys().working("default", IDENTITY, "t1");
 
     assert_eq!(take(&mut fetcher).1, jobs[0]);
-    assert_eq!(llen(&mut c, &working), 5, "the whole batch is held in the working list");
+    assert_eq!(
+        llen(&mut c, &working),
+        5,
+        "the whole batch is held in the working list"
+    );
     assert_eq!(llen(&mut c, "queue:default"), 0);
     // A job pushed meanwhile must run after the prefetched ones that go back.
     let later = job("default", 6);

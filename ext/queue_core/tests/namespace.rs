@@ -10,7 +10,7 @@ use queue_core::clock::now_f64;
 use queue_core::fetch::{recovery, FetchShared, Fetcher, QueueOrder};
 use queue_core::retry::{Failure, RetryIn};
 use queue_core::server::Server;
-use queue_core::{api, client, heartbeat, scheduler};
+use queue_core::{client, heartbeat, scheduler};
 
 use support::*;
 
@@ -82,7 +82,6 @@ fn every_key_a_job_and_its_process_write_carries_the_namespace() {
         .run(async |c| recovery::beat(c, Some(IDENTITY), &[]).await)
         .expect("liveness beat");
     assert!(silent.is_empty());
-    let _ = bc.run(async |c| api::stats(c).await).expect("stats");
 
     let keys = assert_all_namespaced(&mut c, "while running");
     for name in [
@@ -139,7 +138,11 @@ fn heartbeat_busy_jobs_and_signals_carry_the_namespace() {
     let signal = bc
         .run(async |c| heartbeat::beat(c, &shared, "{}").await)
         .expect("beat");
-    assert_eq!(signal.as_deref(), Some("TTIN"), "signals are read under the namespace");
+    assert_eq!(
+        signal.as_deref(),
+        Some("TTIN"),
+        "signals are read under the namespace"
+    );
     let keys = assert_all_namespaced(&mut c, "after a busy heartbeat");
     for name in [
         format!("{IDENTITY}:workers"),

@@ -59,13 +59,21 @@ fn jobs_of_a_killed_process_go_back_to_their_queue_in_order() {
         .expect("a job");
     assert_eq!(running, jobs[0]);
     let working = redis.keys().working("default", DEAD, "t1");
-    assert_eq!(llen(&mut c, &working), 3, "one running and two prefetched jobs");
+    assert_eq!(
+        llen(&mut c, &working),
+        3,
+        "one running and two prefetched jobs"
+    );
     assert_eq!(llen(&mut c, "queue:default"), 3);
 
     // kill -9: nothing of the process runs again, no close, no stop, no clean-up.
     std::mem::forget(fetcher);
     drop(server);
-    assert_eq!(llen(&mut c, &working), 3, "a crash leaves the held jobs where they were");
+    assert_eq!(
+        llen(&mut c, &working),
+        3,
+        "a crash leaves the held jobs where they were"
+    );
     silence(&t, DEAD);
 
     // The next process to beat sees the silent one and takes its work back before taking any itself.
@@ -127,8 +135,14 @@ fn recovery_takes_only_silent_processes_and_moves_each_job_once() {
             .expect("beat");
         assert!(seen.is_empty(), "nobody is silent yet: {seen:?}");
     }
-    assert_eq!(dead_fetcher.next(Duration::ZERO).expect("fetch").unwrap().1, jobs[0]);
-    assert_eq!(live_fetcher.next(Duration::ZERO).expect("fetch").unwrap().1, jobs[2]);
+    assert_eq!(
+        dead_fetcher.next(Duration::ZERO).expect("fetch").unwrap().1,
+        jobs[0]
+    );
+    assert_eq!(
+        live_fetcher.next(Duration::ZERO).expect("fetch").unwrap().1,
+        jobs[2]
+    );
     std::mem::forget(dead_fetcher);
     let dead_list = redis.keys().working("default", DEAD, "t1");
     let live_list = redis.keys().working("default", LIVE, "t1");
@@ -139,7 +153,11 @@ fn recovery_takes_only_silent_processes_and_moves_each_job_once() {
     let seen = bc
         .run(async |c| recovery::beat(c, None, &[]).await)
         .expect("look");
-    assert_eq!(seen, vec![DEAD.to_owned()], "only the silent process is dead");
+    assert_eq!(
+        seen,
+        vec![DEAD.to_owned()],
+        "only the silent process is dead"
+    );
 
     let moved = bc
         .run(async |c| recovery::recover(c, DEAD).await)
@@ -165,7 +183,10 @@ fn recovery_takes_only_silent_processes_and_moves_each_job_once() {
     let seen = bc
         .run(async |c| recovery::beat(c, None, &[]).await)
         .expect("look");
-    assert!(seen.is_empty(), "a recovered process is forgotten: {seen:?}");
+    assert!(
+        seen.is_empty(),
+        "a recovered process is forgotten: {seen:?}"
+    );
 
     live_fetcher.done();
     live_fetcher.close().expect("close");

@@ -34,9 +34,7 @@ fn enqueue_due(t: &TestRedis) -> usize {
 
 /// Splits `pushed` into the original job and the value of the `enqueued_at` the scheduler appended.
 fn strip_enqueued_at<'a>(pushed: &'a str, original: &str) -> &'a str {
-    let body = original
-        .strip_suffix('}')
-        .expect("a job is a JSON object");
+    let body = original.strip_suffix('}').expect("a job is a JSON object");
     let rest = pushed
         .strip_prefix(body)
         .unwrap_or_else(|| panic!("job changed on the way:\n  was {original}\n  now {pushed}"));
@@ -135,5 +133,73 @@ fn unrunnable_schedule_members_go_to_dead() {
     assert_eq!(filed["error_class"], "JobQueue::InvalidJob");
     assert!(filed["error_message"].is_string());
     assert!(filed["failed_at"].is_number());
-    assert!(smembers(&mut c, "queues").is_empty(), "no queue was created");
+    assert!(
+        smembers(&mut c, "queues").is_empty(),
+        "no queue was created"
+    );
+}
+
+#[test]
+fn many_due_jobs_move_in_one_call_earliest_first() {
+    const N: usize = 250;
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let base = now_f64() - 1000.0;
+    let jobs: Vec<Vec<u8>> = (0..N)
+        .map(|n| {
+            format!(r#"{{"class":"W","args":[{n}],"queue":"bulk","jid":"j{n}"}}"#).into_bytes()
+        })
+        .collect();
+    // Scheduled in reverse so the set's order, not the insertion order, decides.
+    let scheduled: Vec<(f64, Vec<u8>)> = jobs
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(n, j)| (base + n as f64, j.clone()))
+        .collect();
+    schedule(&t, &scheduled);
+
+    assert_eq!(enqueue_due(&t), N);
+    assert!(zmembers(&mut c, "schedule").is_empty());
+    let queued = queue_in_run_order(&mut c, "queue:bulk");
+    assert_eq!(queued.len(), N);
+    for (n, (got, original)) in queued.iter().zip(&jobs).enumerate() {
+        strip_enqueued_at(&text(got), &text(original));
+        assert!(
+            text(got).contains(&format!(r#""args":[{n}]"#)),
+            "position {n} holds {}",
+            text(got)
+        );
+    }
+}
+
+#[test]
+fn one_process_at_a_time_holds_the_scheduler_lease() {
+    let t = TestRedis::start();
+    let mut bc = BlockingConn::new(&t.redis()).expect("blocking connection");
+    let mut lead = |who: &'static str| {
+        bc.run(async |c| scheduler::lead(c, who).await)
+            .expect("lead")
+    };
+    assert!(lead("a"));
+    assert!(!lead("b"), "the lease is taken");
+    assert!(lead("a"), "the holder renews it");
+    let mut bc = BlockingConn::new(&t.redis()).expect("blocking connection");
+    bc.run(async |c| scheduler::resign(c, "b").await)
+        .expect("resign");
+    let mut c = t.conn();
+    let holder: Option<String> = redis::cmd("GET")
+        .arg("jq:scheduler:leader")
+        .query(&mut c)
+        .expect("GET");
+    assert_eq!(
+        holder.as_deref(),
+        Some("a"),
+        "only the holder can give it up"
+    );
+    bc.run(async |c| scheduler::resign(c, "a").await)
+        .expect("resign");
+    assert!(bc
+        .run(async |c| scheduler::lead(c, "b").await)
+        .expect("lead"));
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use queue_core::blocking::BlockingConn;
 use queue_core::fetch::{FetchShared, Fetcher, QueueOrder};
 use queue_core::server::Server;
-use queue_core::{client, heartbeat, Redis};
+use queue_core::{api, client, heartbeat, Redis};
 use serde_json::Value;
 
 use support::*;
@@ -20,10 +20,6 @@ fn push(redis: &Redis, queue: &str, jobs: &[Vec<u8>]) {
     let mut bc = BlockingConn::new(redis).expect("blocking connection");
     bc.run(async |c| client::push(c, queue, jobs).await)
         .expect("push");
-}
-
-fn ttl(c: &mut redis::Connection, key: &str) -> i64 {
-    redis::cmd("TTL").arg(key).query(c).expect("TTL")
 }
 
 fn field<T: std::str::FromStr>(c: &mut redis::Connection, key: &str, name: &str) -> T {
@@ -43,7 +39,10 @@ fn stop_puts_back_jobs_a_hung_thread_still_holds_and_deregisters_the_process() {
     let server = Server::start(redis.clone(), server_config(IDENTITY, &[("default", 1)]))
         .expect("server starts");
     assert_eq!(smembers(&mut c, "processes"), vec![IDENTITY]);
-    assert!(exists(&mut c, IDENTITY), "the first beat wrote the process hash");
+    assert!(
+        exists(&mut c, IDENTITY),
+        "the first beat wrote the process hash"
+    );
 
     // A thread that took a job (and prefetched another) and never came back.
     let mut hung = server.fetcher("hung").expect("fetcher");
@@ -55,7 +54,11 @@ fn stop_puts_back_jobs_a_hung_thread_still_holds_and_deregisters_the_process() {
     let working = redis.keys().working("default", IDENTITY, "hung");
     assert_eq!(llen(&mut c, &working), 2);
 
-    assert_eq!(server.stop().expect("stop"), 2, "the running and the prefetched job");
+    assert_eq!(
+        server.stop().expect("stop"),
+        2,
+        "the running and the prefetched job"
+    );
 
     assert_eq!(
         queue_in_run_order(&mut c, "queue:default"),
@@ -116,7 +119,10 @@ fn heartbeat_publishes_the_process_and_its_busy_jobs_as_sidekiq_does() {
     assert!(!exists(&mut c, &format!("{IDENTITY}-signals")));
 
     assert_eq!(smembers(&mut c, "processes"), vec![IDENTITY]);
-    let fields: Vec<String> = hgetall(&mut c, IDENTITY).into_iter().map(|(k, _)| k).collect();
+    let fields: Vec<String> = hgetall(&mut c, IDENTITY)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
     assert_eq!(fields, ["beat", "busy", "info", "quiet", "rss", "rtt_us"]);
     assert_eq!(hget(&mut c, IDENTITY, "info").as_deref(), Some(INFO));
     assert_eq!(field::<i64>(&mut c, IDENTITY, "busy"), 1);
@@ -124,7 +130,10 @@ fn heartbeat_publishes_the_process_and_its_busy_jobs_as_sidekiq_does() {
     assert_eq!(hget(&mut c, IDENTITY, "quiet").as_deref(), Some("false"));
     field::<u64>(&mut c, IDENTITY, "rss");
     field::<u64>(&mut c, IDENTITY, "rtt_us");
-    assert!((1..=60).contains(&ttl(&mut c, IDENTITY)), "the process hash expires like Sidekiq's");
+    assert!(
+        (1..=60).contains(&ttl(&mut c, IDENTITY)),
+        "the process hash expires like Sidekiq's"
+    );
 
     for busy_key in [format!("{IDENTITY}:workers"), format!("{IDENTITY}:work")] {
         let entries = hgetall(&mut c, &busy_key);
@@ -138,7 +147,9 @@ fn heartbeat_publishes_the_process_and_its_busy_jobs_as_sidekiq_does() {
             Some(text(&running).as_str()),
             "the payload is the job's JSON as a string"
         );
-        assert!(entry["run_at"].as_i64().is_some_and(|at| at > 1_700_000_000));
+        assert!(entry["run_at"]
+            .as_i64()
+            .is_some_and(|at| at > 1_700_000_000));
         assert!((1..=60).contains(&ttl(&mut c, &busy_key)));
     }
 
@@ -161,4 +172,95 @@ fn heartbeat_publishes_the_process_and_its_busy_jobs_as_sidekiq_does() {
     assert!(smembers(&mut c, "processes").is_empty());
     assert!(!exists(&mut c, IDENTITY));
     fetcher.close().expect("close");
+}
+
+#[test]
+fn stop_writes_pending_acks_so_finished_jobs_do_not_run_again() {
+    let t = TestRedis::start();
+    let redis = t.redis();
+    let mut c = t.conn();
+    let jobs: Vec<Vec<u8>> = (1..=3).map(|n| job("default", n)).collect();
+    push(&redis, "default", &jobs);
+    let mut config = server_config(IDENTITY, &[("default", 1)]);
+    config.concurrency = 1;
+    let server = Server::start(redis.clone(), config).expect("server starts");
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+
+    // The first job finishes; its acknowledgement waits in memory for the next fetch, which never
+    // comes because the second job hangs. The third is prefetched.
+    let (_, first) = fetcher
+        .next(Duration::from_secs(5))
+        .expect("fetch")
+        .expect("a job");
+    assert_eq!(first, jobs[0]);
+    fetcher.done();
+    let (_, second) = fetcher
+        .next(Duration::from_secs(5))
+        .expect("fetch")
+        .expect("a job");
+    assert_eq!(second, jobs[1]);
+    let working = redis.keys().working("default", IDENTITY, "t1");
+    assert_eq!(
+        llen(&mut c, &working),
+        3,
+        "the finished job is not acknowledged yet"
+    );
+
+    assert_eq!(server.stop().expect("stop"), 2);
+    assert_eq!(
+        queue_in_run_order(&mut c, "queue:default"),
+        vec![jobs[1].clone(), jobs[2].clone()],
+        "the finished job stays finished; the others are back in order"
+    );
+    assert_eq!(counter(&mut c, "stat:processed"), 1);
+    assert_eq!(llen(&mut c, &working), 0);
+
+    drop(fetcher);
+    assert_eq!(
+        llen(&mut c, "queue:default"),
+        2,
+        "closing late duplicates nothing"
+    );
+    assert_eq!(
+        counter(&mut c, "stat:processed"),
+        1,
+        "the ack was counted once"
+    );
+}
+
+#[test]
+fn stats_report_what_redis_holds() {
+    let t = TestRedis::start();
+    let redis = t.redis();
+    let mut bc = BlockingConn::new(&redis).expect("blocking connection");
+    push(&redis, "default", &[job("default", 1), job("default", 2)]);
+    push(&redis, "low", &[job("low", 3)]);
+    bc.run(async |c| client::schedule(c, &[(4_000_000_000.0, job("default", 4))]).await)
+        .expect("schedule");
+    let server = Server::start(redis.clone(), server_config(IDENTITY, &[("default", 1)]))
+        .expect("server starts");
+
+    let stats = bc.run(async |c| api::stats(c).await).expect("stats");
+    assert_eq!(
+        stats,
+        api::Stats {
+            processed: 0,
+            failed: 0,
+            scheduled_size: 1,
+            retry_size: 0,
+            dead_size: 0,
+            processes_size: 1,
+            enqueued: 3,
+            queues: vec![("default".to_owned(), 2), ("low".to_owned(), 1)],
+        }
+    );
+    assert_eq!(
+        bc.run(async |c| api::queue_size(c, "low").await)
+            .expect("queue size"),
+        1
+    );
+    server.stop().expect("stop");
+    let stats = bc.run(async |c| api::stats(c).await).expect("stats");
+    assert_eq!(stats.processes_size, 0);
+    assert_eq!(stats.enqueued, 3);
 }

@@ -54,7 +54,8 @@ fn with_conn<T>(
 
 impl Engine {
     fn new(url: String, namespace: String) -> Result<Engine, Error> {
-        let redis = Redis::new(RedisConfig::new(&url, &namespace)).map_err(crate::errors::to_ruby)?;
+        let redis =
+            Redis::new(RedisConfig::new(&url, &namespace)).map_err(crate::errors::to_ruby)?;
         Ok(Engine {
             redis,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),

@@ -39,12 +39,7 @@ impl Fetcher {
             None => {
                 let wait = Duration::from_secs_f64(timeout.clamp(0.0, 2.0));
                 let inner = &rb_self.inner;
-                blocking(move || {
-                    inner
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .next(wait)
-                })?
+                blocking(move || inner.lock().unwrap_or_else(|p| p.into_inner()).next(wait))?
             }
         };
         Ok(job.map(|(queue, raw)| {

@@ -80,7 +80,11 @@ pub async fn recover(conn: &mut Conn, identity: &str) -> Result<usize> {
     pipe.cmd("ZREM").arg(keys.alive()).arg(identity).ignore();
     conn.pipe::<()>(&pipe).await?;
     if moved > 0 {
-        tracing::warn!(process = identity, jobs = moved, "recovered the jobs of a dead process");
+        tracing::warn!(
+            process = identity,
+            jobs = moved,
+            "recovered the jobs of a dead process"
+        );
     }
     Ok(moved)
 }

@@ -154,10 +154,7 @@ pub fn today() -> String {
 pub fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + EVENT_TIMEOUT;
     while !check() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(POLL_EVERY);
     }
 }
@@ -234,6 +231,21 @@ pub fn counter(c: &mut redis::Connection, key: &str) -> i64 {
         .query::<Option<i64>>(c)
         .expect("GET")
         .unwrap_or(0)
+}
+
+/// Seconds until `key` expires: -1 when it never does, -2 when it does not exist.
+pub fn ttl(c: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("TTL").arg(key).query(c).expect("TTL")
+}
+
+/// Sidekiq keeps the running totals forever and each daily counter for five years.
+pub fn assert_stat_expiry(c: &mut redis::Connection, total: &str, daily: &str) {
+    assert_eq!(ttl(c, total), -1, "{total} must never expire");
+    let daily_ttl = ttl(c, daily);
+    assert!(
+        (1..=queue_core::fetch::STATS_TTL_SECS).contains(&daily_ttl),
+        "{daily} expires in {daily_ttl} s"
+    );
 }
 
 pub fn all_keys(c: &mut redis::Connection) -> Vec<String> {
