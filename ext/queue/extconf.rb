@@ -8,14 +8,18 @@
 # passes its own sitearchdir when it installs the gem.
 #
 # Inside a git checkout cargo builds into the workspace's target/ (fast rebuilds); inside an installed
-# gem it builds into ext/queue/target and removes it after installing (it weighs ~300 MB).
+# gem it builds into ext/queue/target and removes it after installing (it weighs ~300 MB). A
+# CARGO_TARGET_DIR from the environment is used instead of either, and is never removed: it is shared.
 
 require "rbconfig"
 
 ext_dir = __dir__
 root = File.expand_path("../..", ext_dir)
 checkout = File.exist?(File.join(root, ".git"))
-target_dir = checkout ? File.join(root, "target") : File.join(ext_dir, "target")
+own_target_dir = File.join(ext_dir, "target")
+shared_target_dir = ENV["CARGO_TARGET_DIR"].to_s.empty? ? nil : File.expand_path(ENV["CARGO_TARGET_DIR"])
+target_dir = shared_target_dir || (checkout ? File.join(root, "target") : own_target_dir)
+remove_target_dir = !checkout && target_dir == own_target_dir
 dlext = RbConfig::CONFIG["DLEXT"]
 cargo = ENV.fetch("CARGO", "cargo")
 locked = File.exist?(File.join(root, "Cargo.lock")) ? "--locked" : ""
@@ -34,12 +38,12 @@ File.write("Makefile", <<~MAKE)
 
   $(DLIB): FORCE
   \tRUBY=$(RUBY) $(CARGO) build --release #{locked} --manifest-path #{root}/Cargo.toml -p queue --target-dir $(TARGET_DIR)
-  \tcp $(LIB) $(DLIB)
+  \tcp $(LIB) $(DLIB).tmp && mv $(DLIB).tmp $(DLIB)
 
   install: $(DLIB)
   \tmkdir -p $(DESTDIR)$(sitearchdir)/queue
   \tcp $(DLIB) $(DESTDIR)$(sitearchdir)/queue/$(DLIB)
-  #{checkout ? "" : "\trm -rf $(TARGET_DIR)"}
+  #{remove_target_dir ? "\trm -rf $(TARGET_DIR)" : ""}
 
   clean:
   \trm -f $(DLIB)

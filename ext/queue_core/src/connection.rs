@@ -93,6 +93,7 @@ impl Redis {
             redis: self.clone(),
             conn: None,
             blocking: false,
+            client_id: None,
         }
     }
 
@@ -102,6 +103,7 @@ impl Redis {
             redis: self.clone(),
             conn: None,
             blocking: true,
+            client_id: None,
         }
     }
 
@@ -127,6 +129,8 @@ pub struct Conn {
     redis: Redis,
     conn: Option<MultiplexedConnection>,
     blocking: bool,
+    /// Server-side id of a blocking connection, so a stopping process can `CLIENT UNBLOCK` it.
+    client_id: Option<i64>,
 }
 
 impl Conn {
@@ -140,7 +144,12 @@ impl Conn {
 
     async fn connection(&mut self) -> Result<&mut MultiplexedConnection> {
         if self.conn.is_none() {
-            self.conn = Some(self.redis.dial(self.blocking).await?);
+            let mut conn = self.redis.dial(self.blocking).await?;
+            if self.blocking {
+                let id = redis::cmd("CLIENT").arg("ID").query_async(&mut conn).await;
+                self.client_id = Some(self.check(id)?);
+            }
+            self.conn = Some(conn);
         }
         self.conn
             .as_mut()
@@ -152,9 +161,20 @@ impl Conn {
             let err = Error::from(e);
             if matches!(err, Error::Connection(_)) {
                 self.conn = None;
+                self.client_id = None;
             }
             err
         })
+    }
+
+    /// Dials now if not connected (a blocking connection also learns its client id).
+    pub async fn connect(&mut self) -> Result<()> {
+        self.connection().await.map(|_| ())
+    }
+
+    /// The server's id for this connection, once a blocking connection is connected.
+    pub fn client_id(&self) -> Option<i64> {
+        self.client_id
     }
 
     pub async fn cmd<T: FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T> {

@@ -1,7 +1,9 @@
 //! The scheduler: moves due jobs from `schedule` and `retry` onto their queues.
 //!
 //! One process at a time does it: the holder of a short lease (`jq:scheduler:leader`, renewed on every
-//! poll). The leader polls every [`POLL`], so a job runs within a second of its time; the others only
+//! poll). The leader polls every [`POLL`] with one script that renews the lease and counts due jobs
+//! (`due.lua`), so a job runs within a second of its time and an idle leader costs Redis two calls a
+//! second; the others only
 //! try to take the lease every [`STANDBY`], so a hundred processes do not stampede Redis, and a dead
 //! leader is replaced within `LEASE + STANDBY`.
 //!
@@ -36,6 +38,20 @@ pub async fn lead(conn: &mut Conn, identity: &str) -> Result<bool> {
         .arg(LEASE.as_millis() as u64);
     let won: i64 = conn.script(&inv).await?;
     Ok(won == 1)
+}
+
+/// One poll: takes or renews the lease; `None` if another process leads, else how many jobs are due.
+pub async fn poll(conn: &mut Conn, identity: &str) -> Result<Option<i64>> {
+    let keys = conn.keys().clone();
+    let mut inv = scripts::DUE.prepare_invoke();
+    inv.key(keys.scheduler_lock())
+        .key(keys.schedule())
+        .key(keys.retry())
+        .arg(identity)
+        .arg(LEASE.as_millis() as u64)
+        .arg(float_string(now_f64()));
+    let due: i64 = conn.script(&inv).await?;
+    Ok((due >= 0).then_some(due))
 }
 
 pub async fn resign(conn: &mut Conn, identity: &str) -> Result<()> {

@@ -19,5 +19,6 @@ script!(FAIL, "fail.lua");
 script!(REQUEUE, "requeue.lua");
 script!(BEAT, "beat.lua");
 script!(ENQUEUE_DUE, "enqueue_due.lua");
+script!(DUE, "due.lua");
 script!(LEADER, "leader.lua");
 script!(RELEASE, "release.lua");

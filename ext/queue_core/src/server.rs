@@ -148,11 +148,8 @@ impl Server {
         let tasks: Vec<_> = fetch_lock(&self.tasks).drain(..).collect();
         let shared = self.shared.clone();
         self.rt.block_on(async move {
-            for task in tasks {
-                // Idle waiters finish their BLMOVE (≤ 2 s) before they stop; never abort one.
-                let _ = tokio::time::timeout(idle::BLOCK_FOR * 3, task).await;
-            }
             let mut conn = shared.redis.conn();
+            end_tasks(&mut conn, &shared, tasks).await;
             let acks = shared.take_stale_acks(Duration::ZERO);
             fetch::write_acks(&mut conn, &shared, &acks).await?;
             let mut moved = fetch::requeue(&mut conn, &shared.take_handoff()).await?;
@@ -161,6 +158,28 @@ impl Server {
             scheduler::resign(&mut conn, &shared.identity).await?;
             Ok(moved)
         })
+    }
+}
+
+/// Waits for the background tasks to end. Idle waiters end their `BLMOVE` first (a blocked command is
+/// never dropped mid-flight); `CLIENT UNBLOCK` makes that immediate instead of waiting out its timeout.
+async fn end_tasks(conn: &mut Conn, shared: &FetchShared, tasks: Vec<JoinHandle<()>>) {
+    let give_up = tokio::time::Instant::now() + idle::BLOCK_FOR * 3;
+    for mut task in tasks {
+        loop {
+            for id in shared.blocked_clients() {
+                let unblock = redis::cmd("CLIENT")
+                    .arg("UNBLOCK")
+                    .arg(id)
+                    .arg("TIMEOUT")
+                    .clone();
+                let _ = conn.cmd::<i64>(&unblock).await;
+            }
+            let slice = tokio::time::timeout(Duration::from_millis(50), &mut task).await;
+            if slice.is_ok() || tokio::time::Instant::now() >= give_up {
+                break;
+            }
+        }
     }
 }
 
@@ -206,14 +225,15 @@ async fn beat_loop(
 
 async fn scheduler_loop(mut conn: Conn, identity: String, mut stop: watch::Receiver<bool>) {
     loop {
-        let pause = match scheduler::lead(&mut conn, &identity).await {
-            Ok(true) => {
+        let pause = match scheduler::poll(&mut conn, &identity).await {
+            Ok(Some(0)) => scheduler::POLL,
+            Ok(Some(_)) => {
                 if let Err(e) = scheduler::enqueue_due(&mut conn).await {
                     tracing::warn!(error = %e, "scheduler failed to enqueue due jobs");
                 }
                 scheduler::POLL
             }
-            Ok(false) => scheduler::STANDBY,
+            Ok(None) => scheduler::STANDBY,
             Err(e) => {
                 tracing::warn!(error = %e, "scheduler cannot reach Redis");
                 scheduler::STANDBY

@@ -5,7 +5,9 @@
 //! own; Redis answers the moment a job is pushed, the job is already safe in this process's `idle`
 //! working list, and the waiter hands it to a parked thread. While every thread is busy the waiters
 //! sleep and cost Redis nothing. A `BLMOVE` is never cancelled mid-flight (that could strand a job):
-//! the task only stops between commands.
+//! the task only stops between commands. To stop without waiting out the timeout, the server sends
+//! `CLIENT UNBLOCK` to the published client ids, which ends a `BLMOVE` as if it had timed out (no job
+//! moved, none lost).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,6 +46,13 @@ pub async fn run(shared: Arc<FetchShared>, queue: String, working: String) {
             }
             continue;
         }
+        if let Err(e) = conn.connect().await {
+            tracing::warn!(queue = %queue, error = %e, "idle wait cannot connect; retrying");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        // Published so that a stopping process can end the wait at once with CLIENT UNBLOCK.
+        shared.set_blocked_client(&queue, conn.client_id());
         let result: Result<Option<Vec<u8>>> = conn
             .cmd(
                 redis::cmd("BLMOVE")
@@ -54,6 +63,7 @@ pub async fn run(shared: Arc<FetchShared>, queue: String, working: String) {
                     .arg(BLOCK_FOR.as_secs_f64()),
             )
             .await;
+        shared.set_blocked_client(&queue, None);
         match result {
             Ok(Some(raw)) => shared.hand_off(Unit {
                 queue: queue.clone(),

@@ -73,6 +73,7 @@ pub struct FetchShared {
     pub(crate) idle_wakeup: tokio::sync::Notify,
     slots: Mutex<Vec<Arc<Mutex<Slot>>>>,
     working_lists: Mutex<Vec<(String, String)>>,
+    blocked_clients: Mutex<Vec<(String, i64)>>,
 }
 
 /// What one fetcher holds, visible to the heartbeat.
@@ -111,6 +112,7 @@ impl FetchShared {
             idle_wakeup: tokio::sync::Notify::new(),
             slots: Mutex::new(Vec::new()),
             working_lists: Mutex::new(Vec::new()),
+            blocked_clients: Mutex::new(Vec::new()),
         })
     }
 
@@ -138,6 +140,23 @@ impl FetchShared {
 
     pub(crate) fn take_handoff(&self) -> Vec<Unit> {
         lock(&self.handoff).drain(..).collect()
+    }
+
+    /// Records (or clears) the client id of the idle waiter of `queue` while its `BLMOVE` runs.
+    pub(crate) fn set_blocked_client(&self, queue: &str, id: Option<i64>) {
+        let mut all = lock(&self.blocked_clients);
+        all.retain(|(q, _)| q != queue);
+        if let Some(id) = id {
+            all.push((queue.to_owned(), id));
+        }
+    }
+
+    /// Client ids of the idle waiters blocked right now.
+    pub fn blocked_clients(&self) -> Vec<i64> {
+        lock(&self.blocked_clients)
+            .iter()
+            .map(|(_, id)| *id)
+            .collect()
     }
 
     /// Working lists this process owns, as (key, queue), for the liveness beat to re-register.
