@@ -27,9 +27,9 @@ module JobQueue
     end
 
     def run
-      @fetcher = @server.fetcher(tid)
+      @fetcher = engine_call { @server.fetcher(tid) } until @fetcher || @launcher.quiet?
       until @launcher.quiet?
-        work = @fetcher.next(WAIT)
+        work = engine_call { @fetcher.next(WAIT) }
         process(*work) if work
       end
     rescue Shutdown
@@ -48,6 +48,19 @@ module JobQueue
 
     private
 
+    # Runs an engine call; when Redis is unreachable, reports it, backs off, and returns nil so the
+    # loop tries again. Jobs are safe meanwhile: whatever the thread held is in its working list.
+    def engine_call
+      result = yield
+      @backoff = nil
+      result
+    rescue ConnectionError, RedisError => e
+      @backoff = [(@backoff || 0.1) * 2, 5].min
+      @config.error_handlers.each { |h| h.call(e, {context: "engine call failed; retrying in #{@backoff}s"}) }
+      sleep @backoff
+      nil
+    end
+
     def process(queue, raw)
       job = parse(raw) or return
       klass = nil
@@ -62,7 +75,7 @@ module JobQueue
       rescue Shutdown
         raise
       rescue Exception => e # rubocop:disable Lint/RescueException
-        @retry.failed(@fetcher, klass, job, queue, e)
+        engine_call { @retry.failed(@fetcher, klass, job, queue, e) }
       end
     end
 
@@ -77,7 +90,7 @@ module JobQueue
     end
 
     def bury(raw, error)
-      @fetcher.bury
+      engine_call { @fetcher.bury }
       @config.error_handlers.each { |h| h.call(error, {context: "invalid job data", jobstr: raw}) }
       nil
     end

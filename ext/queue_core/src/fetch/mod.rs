@@ -222,6 +222,9 @@ pub struct Fetcher {
     conn: Conn,
     rt: tokio::runtime::Runtime,
     last_empty_fetch: Option<Instant>,
+    /// Jobs whose failure could not be filed (Redis was unreachable). They are still in the working
+    /// list; they go back to their queue on the next successful round trip.
+    stranded: Vec<Unit>,
     closed: bool,
 }
 
@@ -259,6 +262,7 @@ impl Fetcher {
             conn,
             rt,
             last_empty_fetch: None,
+            stranded: Vec::new(),
             closed: false,
         })
     }
@@ -338,6 +342,13 @@ impl Fetcher {
 
     /// One `fetch.lua` call: writes pending acks, takes up to `max` jobs.
     fn fetch_batch(&mut self, max: usize) -> Result<Vec<Unit>> {
+        if !self.stranded.is_empty() {
+            let stranded = std::mem::take(&mut self.stranded);
+            if let Err(e) = self.rt.block_on(requeue(&mut self.conn, &stranded)) {
+                self.stranded = stranded;
+                return Err(e);
+            }
+        }
         let acks = {
             let mut s = lock(&self.slot);
             s.oldest_ack = None;
@@ -390,10 +401,15 @@ impl Fetcher {
             }
             Err(_) => (Fate::Exhausted { morgue: true }, unit.raw.clone()),
         };
-        // If this fails the job stays in its working list: not lost, it runs again after a restart
-        // or a recovery.
-        self.rt
-            .block_on(settle_failure(&mut self.conn, &unit, &fate, &filed, now))?;
+        let settled = self
+            .rt
+            .block_on(settle_failure(&mut self.conn, &unit, &fate, &filed, now));
+        if let Err(e) = settled {
+            // Not filed: the job is still in its working list. It goes back to its queue with the
+            // next successful round trip, and runs again.
+            self.stranded.push(unit);
+            return Err(e);
+        }
         let filed = String::from_utf8(filed).ok();
         Ok((fate, filed))
     }
@@ -406,8 +422,13 @@ impl Fetcher {
         };
         let now = now_f64();
         let fate = Fate::Exhausted { morgue: true };
-        self.rt
-            .block_on(settle_failure(&mut self.conn, &unit, &fate, &unit.raw, now))
+        let settled =
+            self.rt
+                .block_on(settle_failure(&mut self.conn, &unit, &fate, &unit.raw, now));
+        if settled.is_err() {
+            self.stranded.push(unit);
+        }
+        settled
     }
 
     /// Writes pending acks and puts prefetched, unstarted jobs back at the head of their queues. The
@@ -418,13 +439,14 @@ impl Fetcher {
         }
         self.closed = true;
         self.shared.unregister(&self.slot);
-        let (acks, unstarted) = {
+        let (acks, mut unstarted) = {
             let mut s = lock(&self.slot);
             (
                 std::mem::take(&mut s.acks),
                 s.buffer.drain(..).collect::<Vec<_>>(),
             )
         };
+        unstarted.append(&mut self.stranded);
         let shared = self.shared.clone();
         self.rt.block_on(async {
             if !acks.is_empty() {
