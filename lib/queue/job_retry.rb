@@ -12,7 +12,9 @@ module JobQueue
 
     def failed(fetcher, klass, job, queue, error)
       retry_in = retry_in(klass, job, error)
-      fate, filed = fetcher.fail(error.class.name, message_of(error), error.backtrace || [], retry_in)
+      fate, filed = fetcher.fail(
+        error.class.name, message_of(error), error.backtrace || [], retry_in, worker_retry(klass)
+      )
       filed_job = filed ? JSON.parse(filed) : job
       case fate
       when :dead, :exhausted
@@ -24,6 +26,15 @@ module JobQueue
     end
 
     private
+
+    # The worker's own `retry` option, which (as in Sidekiq) applies to a job pushed without a
+    # "retry" field. nil when the class is unknown.
+    def worker_retry(klass)
+      return nil unless klass.respond_to?(:get_sidekiq_options)
+
+      option = klass.get_sidekiq_options["retry"]
+      option if option == true || option == false || option.is_a?(Integer)
+    end
 
     # nil (Sidekiq's formula), Integer seconds, :kill or :discard.
     def retry_in(klass, job, error)

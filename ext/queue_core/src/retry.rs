@@ -35,6 +35,15 @@ pub enum RetryIn {
     Discard,
 }
 
+/// A worker class's own `retry` option (`sidekiq_options retry: ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerRetry {
+    /// `retry: true` or `retry: false`.
+    Flag(bool),
+    /// `retry: <n>`.
+    Times(i64),
+}
+
 /// A failure as the processor saw it.
 #[derive(Debug, Clone)]
 pub struct Failure {
@@ -42,6 +51,10 @@ pub struct Failure {
     pub error_message: String,
     pub backtrace: Vec<String>,
     pub retry_in: RetryIn,
+    /// The failed worker class's `retry` option, `None` if the class is unknown. As in Sidekiq, it
+    /// applies to a job that has no `retry` field (pushed by a client that left it out), and is
+    /// written into the filed job.
+    pub worker_retry: Option<WorkerRetry>,
 }
 
 /// Where a failed job goes.
@@ -80,6 +93,15 @@ pub struct Plan {
 
 /// Applies Sidekiq's retry bookkeeping to `job`, which failed while running from `queue`.
 pub fn plan(mut job: Job, queue: &str, failure: &Failure, now: f64) -> Plan {
+    if matches!(job.get("retry"), None | Some(Value::Null)) {
+        if let Some(option) = failure.worker_retry {
+            let value = match option {
+                WorkerRetry::Flag(on) => Value::Bool(on),
+                WorkerRetry::Times(n) => Value::from(n),
+            };
+            job.set("retry", value);
+        }
+    }
     let max = match job.retry_policy() {
         RetryPolicy::Disabled => {
             return Plan {
@@ -194,6 +216,7 @@ mod tests {
             error_message: "boom".into(),
             backtrace: vec!["a.rb:1".into(), "b.rb:2".into()],
             retry_in,
+            worker_retry: None,
         }
     }
 
@@ -253,6 +276,27 @@ mod tests {
             Fate::Retry { at } => assert!((1000.0..1010.0).contains(&at)),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_job_without_retry_takes_the_worker_option() {
+        let with = |option: Option<WorkerRetry>, raw: &str| {
+            let mut f = failure(RetryIn::Default);
+            f.worker_retry = option;
+            plan(job(raw), "q", &f, 0.0)
+        };
+        let p = with(Some(WorkerRetry::Times(0)), r#"{"class":"W"}"#);
+        assert_eq!(p.fate, Fate::Exhausted { morgue: true });
+        assert_eq!(p.job.get("retry"), Some(&Value::from(0)));
+        let p = with(Some(WorkerRetry::Flag(false)), r#"{"retry":null}"#);
+        assert_eq!(p.fate, Fate::NoRetry);
+        assert_eq!(p.job.get("retry"), Some(&Value::Bool(false)));
+        // A job's own field wins; with no option, Sidekiq's default applies.
+        let p = with(Some(WorkerRetry::Times(0)), r#"{"retry":3}"#);
+        assert!(matches!(p.fate, Fate::Retry { .. }));
+        let p = with(None, r#"{"class":"W"}"#);
+        assert!(matches!(p.fate, Fate::Retry { .. }));
+        assert!(p.job.get("retry").is_none());
     }
 
     #[test]

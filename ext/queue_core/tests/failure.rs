@@ -36,6 +36,7 @@ fn boom() -> Failure {
         error_message: "boom: ünï".to_owned(),
         backtrace: vec!["app/workers/w.rb:3:in `perform'".to_owned()],
         retry_in: RetryIn::Default,
+        worker_retry: None,
     }
 }
 

@@ -72,6 +72,7 @@ fn every_key_a_job_and_its_process_write_carries_the_namespace() {
             error_message: "boom".to_owned(),
             backtrace: Vec::new(),
             retry_in: RetryIn::Default,
+            worker_retry: None,
         })
         .expect("fail");
     take(&mut fetcher);

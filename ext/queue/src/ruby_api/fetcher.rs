@@ -3,15 +3,15 @@
 //! `next` returns `[queue, job_json]` or nil. When a batch is already in memory it answers without
 //! releasing the GVL or touching Redis; otherwise it releases the GVL for the round trip or the wait.
 //! `done` queues the acknowledgement (written with the next fetch); `fail` files the job under
-//! Sidekiq's retry rules and returns `[fate, job_json]`; `bury` sends unreadable job data to the dead
-//! set; `close` writes acks and puts prefetched jobs back.
+//! Sidekiq's retry rules (the worker's own `retry` option included) and returns `[fate, job_json]`;
+//! `bury` sends unreadable job data to the dead set; `close` writes acks and puts prefetched jobs back.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
-use magnus::{prelude::*, Error, RArray, Ruby, Symbol, Value};
+use magnus::{prelude::*, Error, Integer, RArray, Ruby, Symbol, Value};
 use queue_core::fetch;
-use queue_core::retry::{Failure, RetryIn};
+use queue_core::retry::{Failure, RetryIn, WorkerRetry};
 
 use super::utf8_string;
 use crate::errors::blocking;
@@ -54,8 +54,9 @@ impl Fetcher {
         self.lock().done();
     }
 
-    /// `fail(error_class, message, backtrace_lines, retry_in)`; `retry_in` is nil, an Integer of
-    /// seconds, or `:kill` / `:discard`.
+    /// `fail(error_class, message, backtrace_lines, retry_in, worker_retry)`; `retry_in` is nil, an
+    /// Integer of seconds, or `:kill` / `:discard`; `worker_retry` is the worker class's `retry`
+    /// option (true, false or an Integer), or nil when the class is unknown.
     fn fail(
         ruby: &Ruby,
         rb_self: &Self,
@@ -63,12 +64,14 @@ impl Fetcher {
         message: String,
         backtrace: Vec<String>,
         retry_in: Value,
+        worker_retry: Value,
     ) -> Result<RArray, Error> {
         let failure = Failure {
             error_class,
             error_message: message,
             backtrace,
             retry_in: retry_in_of(ruby, retry_in)?,
+            worker_retry: worker_retry_of(worker_retry)?,
         };
         let inner = &rb_self.inner;
         let (fate, filed) = blocking(move || {
@@ -112,12 +115,22 @@ fn retry_in_of(ruby: &Ruby, v: Value) -> Result<RetryIn, Error> {
     Ok(RetryIn::Seconds(seconds as i64))
 }
 
+fn worker_retry_of(v: Value) -> Result<Option<WorkerRetry>, Error> {
+    if v.is_nil() {
+        return Ok(None);
+    }
+    if let Some(n) = Integer::from_value(v) {
+        return Ok(Some(WorkerRetry::Times(n.to_i64()?)));
+    }
+    Ok(Some(WorkerRetry::Flag(v.to_bool())))
+}
+
 pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     let class = native.define_class("Fetcher", ruby.class_object())?;
     class.undef_default_alloc_func();
     class.define_method("next", magnus::method!(Fetcher::next, 1))?;
     class.define_method("done", magnus::method!(Fetcher::done, 0))?;
-    class.define_method("fail", magnus::method!(Fetcher::fail, 4))?;
+    class.define_method("fail", magnus::method!(Fetcher::fail, 5))?;
     class.define_method("bury", magnus::method!(Fetcher::bury, 0))?;
     class.define_method("close", magnus::method!(Fetcher::close, 0))?;
     Ok(())
