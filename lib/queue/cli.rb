@@ -27,6 +27,8 @@ module JobQueue
       options = parse(argv)
       return 0 if options[:exit]
 
+      # Log lines reach a file or pipe as they happen (as in Sidekiq's CLI), not when the buffer fills.
+      $stdout.sync = true
       JobQueue.server!
       apply(options)
       boot(options)

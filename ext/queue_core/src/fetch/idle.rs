@@ -65,11 +65,20 @@ pub async fn run(shared: Arc<FetchShared>, queue: String, working: String) {
             .await;
         shared.set_blocked_client(&queue, None);
         match result {
-            Ok(Some(raw)) => shared.hand_off(Unit {
-                queue: queue.clone(),
-                raw,
-                working: working.clone(),
-            }),
+            Ok(Some(raw)) => {
+                let unit = Unit {
+                    queue: queue.clone(),
+                    raw,
+                    working: working.clone(),
+                };
+                // The process went quiet while the BLMOVE waited: put the job back at the head of
+                // its queue for another process, rather than hold it unrun until this one stops.
+                if let Some(unit) = shared.hand_off(unit) {
+                    if let Err(e) = super::requeue(&mut conn, &[unit]).await {
+                        tracing::warn!(queue = %queue, error = %e, "cannot requeue a job taken while going quiet; it goes back when the process stops");
+                    }
+                }
+            }
             Ok(None) => {}
             Err(e) => {
                 tracing::warn!(queue = %queue, error = %e, "idle wait failed; retrying");

@@ -133,9 +133,17 @@ impl FetchShared {
     }
 
     /// Called by an idle waiter with a job it moved into its working list.
-    pub(crate) fn hand_off(&self, unit: Unit) {
-        lock(&self.handoff).push_back(unit);
+    /// Gives the job back instead when the process went quiet meanwhile: no thread will take it.
+    pub(crate) fn hand_off(&self, unit: Unit) -> Option<Unit> {
+        let mut handoff = lock(&self.handoff);
+        // Checked under the lock `quiet` takes after setting the flag, so a job handed off here is
+        // either seen by a parked thread or returned by `take_handoff` when the process stops.
+        if self.is_quiet() {
+            return Some(unit);
+        }
+        handoff.push_back(unit);
         self.work_ready.notify_one();
+        None
     }
 
     pub(crate) fn take_handoff(&self) -> Vec<Unit> {
