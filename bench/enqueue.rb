@@ -1,0 +1,116 @@
+#!/usr/bin/env ruby
+# frozen_string_literal: true
+
+# Enqueue rate from one thread: Sidekiq 6.4.1's client against queue's, in the same run, on a
+# redis-server of the benchmark's own.
+#
+#   ruby bench/enqueue.rb             # M=20000 one by one, BULK_M=100000 in bulk, ROUNDS=3
+#   M=5000 BULK_M=20000 ROUNDS=2 ruby bench/enqueue.rb
+#
+# Each round pushes M blank jobs with each client one by one (`perform_async`), and BULK_M in bulk
+# (`perform_bulk`, batches of 1000; more jobs than one by one because a bulk push of 20,000 takes
+# only ~0.2 s, too short to time on a busy machine). The order of the clients alternates between
+# rounds, and the table shows the medians. A short warm-up of each client comes first.
+require_relative "lib/clients"
+require_relative "lib/redis_server"
+require_relative "lib/report"
+require_relative "lib/enqueue_run"
+
+module Bench
+  # Runs the rounds and prints and records the results.
+  module Enqueue
+    JOBS = {one_by_one: Integer(ENV.fetch("M", "20000")), bulk: Integer(ENV.fetch("BULK_M", "100000"))}.freeze
+    ROUNDS = Integer(ENV.fetch("ROUNDS", "3"))
+    WARMUP = 1000
+    KINDS = %i[sidekiq queue].freeze
+    MODES = %i[one_by_one bulk].freeze
+    FIELDS = %w[jobs_per_s client_cpu_us_per_job redis_cpu_us_per_job seconds other_processes_cores].freeze
+    LABELS = {sidekiq: "Sidekiq #{Sidekiq::VERSION}", queue: "queue #{JobQueue::VERSION}"}.freeze
+    MODE_LABELS = {
+      one_by_one: "#{Report.num(JOBS[:one_by_one])} one by one (perform_async)",
+      bulk: "#{Report.num(JOBS[:bulk])} in bulk (perform_bulk, 1000 a batch)"
+    }.freeze
+    TARGET_SPEEDUP = 2.0
+
+    module_function
+
+    def run
+      redis = RedisServer.new.start
+      Clients.configure(redis.url)
+      warm_up(redis)
+      load_before = Cpu.loadavg
+      rounds = (1..ROUNDS).map { |i| round(redis, i) }
+      load_after = Cpu.loadavg
+      summary = summarize(rounds)
+      print_report(rounds, summary, load_before, load_after)
+      path = Report.write_json("enqueue", {
+        "benchmark" => "enqueue", "jobs" => JOBS.transform_keys(&:to_s), "rounds" => ROUNDS,
+        "machine" => Report.machine(redis.version).merge("loadavg_before" => load_before, "loadavg_after" => load_after),
+        "runs" => rounds, "medians" => summary
+      })
+      puts "\nresults: #{path}"
+    ensure
+      redis&.stop
+    end
+
+    def warm_up(redis)
+      KINDS.product(MODES).each { |kind, mode| EnqueueRun.new(kind, mode, redis, jobs: WARMUP).call }
+    end
+
+    # One round: a list of results, each client in each mode once.
+    def round(redis, index)
+      order = index.odd? ? KINDS : KINDS.reverse
+      warn "round #{index}/#{ROUNDS}: #{order.join(", then ")}..."
+      order.product(MODES).map { |kind, mode| EnqueueRun.new(kind, mode, redis, jobs: JOBS.fetch(mode)).call }
+    end
+
+    # {"one_by_one" => {"sidekiq" => medians, "queue" => medians, "ratios" => {...}}, "bulk" => ...}
+    def summarize(rounds)
+      MODES.to_h do |mode|
+        per_kind = KINDS.to_h do |kind|
+          results = rounds.flatten.select { |r| r["client"] == kind.to_s && r["mode"] == mode.to_s }
+          [kind.to_s, Report.medians(results, FIELDS)]
+        end
+        q, s = per_kind.fetch("queue"), per_kind.fetch("sidekiq")
+        [mode.to_s, per_kind.merge("ratios" => FIELDS.first(3).to_h { |f| [f, Report.ratio(q[f], s[f])] })]
+      end
+    end
+
+    def print_report(rounds, summary, load_before, load_after)
+      puts "\nEnqueue: blank jobs from one thread, median of #{ROUNDS} round(s)"
+      puts Report.load_line(load_before, load_after)
+      header = ["", "jobs/s", "client CPU µs/job", "Redis CPU µs/job", "seconds", "other procs (cores)"]
+      MODES.each do |mode|
+        s = summary.fetch(mode.to_s)
+        rows = KINDS.map { |k| row(LABELS.fetch(k), s.fetch(k.to_s)) }
+        r = s.fetch("ratios")
+        rows << ["queue / Sidekiq", Report.times(r["jobs_per_s"]), Report.times(r["client_cpu_us_per_job"]), Report.times(r["redis_cpu_us_per_job"]), "", ""]
+        puts "\n#{MODE_LABELS.fetch(mode)}"
+        puts Report.table(header, rows)
+        puts "queue / Sidekiq jobs/s in each round: #{round_ratios(rounds, mode).map { |x| Report.times(x) }.join(", ")}"
+      end
+      puts "(ratios of CPU per job: lower is better for queue)"
+      puts "\nEach round:"
+      rows = rounds.each_with_index.flat_map { |rd, i| rd.map { |r| row("#{i + 1}: #{r["client"]} #{r["mode"]}", r) } }
+      puts Report.table(header, rows)
+      speedup = summary.dig("one_by_one", "ratios", "jobs_per_s")
+      puts "\nTarget (reported, not asserted):"
+      puts "  #{speedup >= TARGET_SPEEDUP ? "met   " : "MISSED"}  one-by-one enqueue ≥ #{TARGET_SPEEDUP}× Sidekiq: #{Report.times(speedup)}"
+    end
+
+    # queue's rate over Sidekiq's within each round (the two ran seconds apart).
+    def round_ratios(rounds, mode)
+      rounds.map do |rd|
+        rate = ->(kind) { rd.find { |r| r["client"] == kind && r["mode"] == mode.to_s }["jobs_per_s"] }
+        Report.ratio(rate.("queue"), rate.("sidekiq"))
+      end
+    end
+
+    def row(label, m)
+      [label, Report.num(m["jobs_per_s"]), Report.num(m["client_cpu_us_per_job"], 1), Report.num(m["redis_cpu_us_per_job"], 1), Report.num(m["seconds"], 2),
+        Report.num(m["other_processes_cores"], 2)]
+    end
+  end
+end
+
+Bench::Enqueue.run if $PROGRAM_NAME == __FILE__

@@ -1,0 +1,57 @@
+# frozen_string_literal: true
+
+# Loads both clients side by side in the benchmark process: the real Sidekiq 6.4.1 (with the redis
+# gem it is installed with) and queue from this checkout.
+$LOAD_PATH.unshift(File.expand_path("../../lib", __dir__))
+require "logger"
+require "redis"
+require "sidekiq"
+require "queue"
+
+# redis 4.8 warns on every `sadd` Sidekiq's client makes, computing a caller location each time,
+# which halves its push rate. Sidekiq at its best runs with the warnings silenced.
+Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
+
+module Bench
+  # The job classes the benchmarks push. Their names match the classes the servers load from
+  # bench/apps; in this process they exist only to be pushed.
+  class SidekiqBlankJob
+    include Sidekiq::Worker
+
+    def perform; end
+  end
+
+  class QueueBlankJob
+    include JobQueue::Worker
+
+    def perform; end
+  end
+
+  # The class names as the servers know them (top level, see bench/apps).
+  SIDEKIQ_CLASS = "SidekiqBlankJob"
+  QUEUE_CLASS = "QueueBlankJob"
+
+  module Clients
+    module_function
+
+    # Points both clients at the benchmark's Redis.
+    def configure(url)
+      Sidekiq.configure_client { |c| c.redis = {url: url} }
+      Sidekiq.logger.level = Logger::WARN
+      JobQueue.configure { |c| c.redis = {url: url} }
+      JobQueue.logger.level = Logger::WARN
+    end
+
+    # Pushes `count` blank jobs for `kind` (:sidekiq or :queue) with its own bulk client, in batches
+    # of 1000 (not timed; the throughput benchmark's setup).
+    def push_blank_jobs(kind, count)
+      count.times.each_slice(1000) do |slice|
+        args = Array.new(slice.size) { [] }
+        case kind
+        when :sidekiq then Sidekiq::Client.push_bulk("class" => SIDEKIQ_CLASS, "args" => args)
+        when :queue then JobQueue::Client.push_bulk("class" => QUEUE_CLASS, "args" => args)
+        end
+      end
+    end
+  end
+end

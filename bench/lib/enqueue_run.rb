@@ -1,0 +1,72 @@
+# frozen_string_literal: true
+
+require_relative "cpu"
+
+module Bench
+  # One timed enqueue of M blank jobs from this thread: one by one (`perform_async`) or in bulk
+  # (`perform_bulk`, batches of 1000), with Sidekiq's client or queue's. The time covers the calls
+  # only; the jobs are counted in Redis afterwards.
+  class EnqueueRun
+    JOB_CLASSES = {sidekiq: SidekiqBlankJob, queue: QueueBlankJob}.freeze
+    BATCH = 1000
+
+    def initialize(kind, mode, redis, jobs:)
+      @klass = JOB_CLASSES.fetch(kind)
+      @kind = kind
+      @mode = mode
+      @redis = redis
+      @jobs = jobs
+    end
+
+    def call
+      @redis.client.flushall
+      args = Array.new(@jobs) { [] }
+      GC.start
+      first = snapshot
+      push(args)
+      last = snapshot
+      verify!
+      result(first, last)
+    end
+
+    private
+
+    def push(args)
+      case @mode
+      when :one_by_one then @jobs.times { @klass.perform_async }
+      when :bulk then @klass.perform_bulk(args, batch_size: BATCH)
+      else raise ArgumentError, "unknown mode #{@mode}"
+      end
+    end
+
+    def snapshot
+      {
+        at: Process.clock_gettime(Process::CLOCK_MONOTONIC),
+        client: Cpu.self_seconds,
+        redis: @redis.cpu_seconds,
+        machine: Cpu.machine_seconds.first
+      }
+    end
+
+    def verify!
+      found = @redis.client.llen("queue:default")
+      raise "#{@kind} #{@mode}: expected #{@jobs} jobs in queue:default, found #{found}" unless found == @jobs
+    end
+
+    def result(first, last)
+      seconds = last[:at] - first[:at]
+      delta = ->(key) { last[key] - first[key] }
+      others = delta.(:machine) - delta.(:client) - delta.(:redis)
+      {
+        "client" => @kind.to_s,
+        "mode" => @mode.to_s,
+        "jobs" => @jobs,
+        "seconds" => seconds,
+        "jobs_per_s" => @jobs / seconds,
+        "client_cpu_us_per_job" => delta.(:client) * 1e6 / @jobs,
+        "redis_cpu_us_per_job" => delta.(:redis) * 1e6 / @jobs,
+        "other_processes_cores" => [others, 0].max / seconds
+      }
+    end
+  end
+end

@@ -1,0 +1,85 @@
+# frozen_string_literal: true
+
+require "json"
+require "fileutils"
+require "time"
+require_relative "cpu"
+
+module Bench
+  # Medians, plain-text tables and the JSON record of a run.
+  module Report
+    RESULTS_DIR = File.expand_path("../results", __dir__)
+
+    module_function
+
+    def median(values)
+      sorted = values.compact.sort
+      return nil if sorted.empty?
+
+      mid = sorted.size / 2
+      sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
+    end
+
+    # The median of each numeric field over a list of result hashes.
+    def medians(results, fields)
+      fields.to_h { |f| [f, median(results.map { |r| r[f] })] }
+    end
+
+    def ratio(ours, theirs)
+      return nil if ours.nil? || theirs.nil? || theirs.zero?
+
+      ours / theirs
+    end
+
+    # A number with thousands separators and `digits` decimals; "-" for nil.
+    def num(value, digits = 0)
+      return "-" if value.nil?
+
+      whole, frac = format("%.#{digits}f", value).split(".")
+      whole = whole.reverse.scan(/\d{1,3}/).join(",").reverse.prepend(whole.start_with?("-") ? "-" : "")
+      frac ? "#{whole}.#{frac}" : whole
+    end
+
+    def times(value)
+      value.nil? ? "-" : format("%.2f×", value)
+    end
+
+    # Rows of strings as a table: first column left-aligned, the others right-aligned.
+    def table(header, rows)
+      all = [header, *rows]
+      widths = header.each_index.map { |i| all.map { |r| r[i].to_s.size }.max }
+      lines = all.map do |row|
+        row.each_with_index.map { |cell, i| i.zero? ? cell.to_s.ljust(widths[i]) : cell.to_s.rjust(widths[i]) }.join("  ")
+      end
+      lines.insert(1, widths.map { |w| "-" * w }.join("  "))
+      lines.join("\n")
+    end
+
+    # What the numbers were measured on.
+    def machine(redis_version)
+      {
+        "cores" => Cpu.cores,
+        "loadavg" => Cpu.loadavg,
+        "ruby" => RUBY_DESCRIPTION,
+        "redis_server" => redis_version,
+        "redis_gem" => Redis::VERSION,
+        "sidekiq" => Sidekiq::VERSION,
+        "queue" => JobQueue::VERSION
+      }
+    end
+
+    def load_line(before, after)
+      "machine: #{Cpu.cores} cores, load average #{before.map { |l| format("%.2f", l) }.join(" ")} before, " \
+        "#{after.map { |l| format("%.2f", l) }.join(" ")} after"
+    end
+
+    # Writes bench/results/<timestamp>-<name>.json and returns its path.
+    def write_json(name, data)
+      FileUtils.mkdir_p(RESULTS_DIR)
+      stamp = Time.now.utc.strftime("%Y%m%dT%H%M%SZ")
+      path = File.join(RESULTS_DIR, "#{stamp}-#{name}.json")
+      File.write(path, JSON.pretty_generate(data) + "\n")
+      path
+    end
+  end
+end

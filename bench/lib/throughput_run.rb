@@ -1,0 +1,155 @@
+# frozen_string_literal: true
+
+require "rbconfig"
+require_relative "cpu"
+
+module Bench
+  # One measured drain: N blank jobs already in `queue:default`, one server process started with
+  # `-c CONCURRENCY`, timed from the moment it takes its first job until every job has run (and, for
+  # queue, been acknowledged).
+  #
+  # Start: the first time LLEN queue:default drops below N (polled every millisecond), which leaves
+  # the server's boot (loading Ruby, the gems and the app) out of the time and CPU figures.
+  # End: the N-th blank job has finished (bench/apps/blank_counter.rb writes a file), and for queue
+  # also `stat:processed` = N, which its engine writes in the same Lua call that removes the jobs from
+  # its working lists. Sidekiq's BasicFetch has nothing to acknowledge: a job is gone from Redis when
+  # BRPOP returns it. Sidekiq keeps its processed count in memory until its 5 s heartbeat or exit, so
+  # it is checked (= N) after the server stops, as queue's is.
+  class ThroughputRun
+    ROOT = File.expand_path("../..", __dir__)
+    APPS = File.expand_path("../apps", __dir__)
+    COMMANDS = {
+      sidekiq: [RbConfig.ruby, "-S", "sidekiq"],
+      queue: [RbConfig.ruby, File.join(ROOT, "exe", "queue")]
+    }.freeze
+    APP_FILES = {sidekiq: "sidekiq_app.rb", queue: "queue_app.rb"}.freeze
+    QUEUE_KEY = "queue:default"
+    TIMEOUT = 600
+
+    def initialize(kind, redis, jobs:, concurrency:)
+      @kind = kind
+      @redis = redis
+      @jobs = jobs
+      @concurrency = concurrency
+      @done_file = File.join(redis.dir, "#{kind}.done")
+      @log = File.join(redis.dir, "#{kind}.log")
+    end
+
+    # Returns the measurements as a Hash.
+    def call
+      prepare
+      spawned = monotonic
+      @pid = Process.spawn(env, *COMMANDS.fetch(@kind), "-c", @concurrency.to_s, "-r", File.join(APPS, APP_FILES.fetch(@kind)),
+        chdir: @redis.dir, out: @log, err: [:child, :out])
+      begin
+        wait_for("#{@kind} to take its first job", interval: 0.001) { queue_length < @jobs }
+        first = snapshot
+        wait_for("#{@kind} to run all #{@jobs} jobs", interval: 0.002) { finished? }
+        last = snapshot
+      ensure
+        stop_server
+      end
+      verify!
+      result(first, last, first[:at] - spawned)
+    end
+
+    private
+
+    def prepare
+      @redis.client.flushall
+      File.delete(@done_file) if File.exist?(@done_file)
+      Clients.push_blank_jobs(@kind, @jobs)
+      raise "expected #{@jobs} jobs in #{QUEUE_KEY}, found #{queue_length}" unless queue_length == @jobs
+    end
+
+    def env
+      {"REDIS_URL" => @redis.url, "BENCH_N" => @jobs.to_s, "BENCH_DONE" => @done_file}
+    end
+
+    def finished?
+      return false unless File.exist?(@done_file)
+
+      @kind == :sidekiq || @redis.client.get("stat:processed").to_i >= @jobs
+    end
+
+    def queue_length
+      @redis.client.llen(QUEUE_KEY)
+    end
+
+    # CPU counters and the clock at one instant.
+    def snapshot
+      {
+        at: monotonic,
+        server: Cpu.process_seconds(@pid),
+        redis: @redis.cpu_seconds,
+        machine: Cpu.machine_seconds.first,
+        bench: Cpu.self_seconds
+      }
+    end
+
+    def result(first, last, boot)
+      seconds = last[:at] - first[:at]
+      delta = ->(key) { last[key] - first[key] }
+      per_job = ->(key) { delta.(key) * 1e6 / @jobs }
+      others = delta.(:machine) - delta.(:server) - delta.(:redis) - delta.(:bench)
+      {
+        "server" => @kind.to_s,
+        "jobs" => @jobs,
+        "seconds" => seconds,
+        "jobs_per_s" => @jobs / seconds,
+        "server_cpu_us_per_job" => per_job.(:server),
+        "redis_cpu_us_per_job" => per_job.(:redis),
+        "server_cores" => delta.(:server) / seconds,
+        "redis_cores" => delta.(:redis) / seconds,
+        "other_processes_cores" => [others, 0].max / seconds,
+        "boot_seconds" => boot
+      }
+    end
+
+    def wait_for(what, interval:)
+      deadline = monotonic + TIMEOUT
+      loop do
+        return if yield
+        raise "#{what}: the server exited early\n#{File.read(@log)}" if exited?
+        raise "#{what}: timed out after #{TIMEOUT}s\n#{File.read(@log)}" if monotonic > deadline
+
+        sleep interval
+      end
+    end
+
+    def exited?
+      @status ||= Process.waitpid2(@pid, Process::WNOHANG)&.last
+      !@status.nil?
+    end
+
+    def stop_server
+      return if exited?
+
+      Process.kill("TERM", @pid)
+      deadline = monotonic + 60
+      sleep 0.05 until exited? || monotonic > deadline
+      return if exited?
+
+      Process.kill("KILL", @pid)
+      Process.wait(@pid)
+    end
+
+    # Every job ran exactly once and none failed.
+    def verify!
+      r = @redis.client
+      ran = File.exist?(@done_file) ? File.read(@done_file).to_i : 0
+      processed = r.get("stat:processed").to_i
+      failed = r.get("stat:failed").to_i
+      left = queue_length
+      failures = r.zcard("retry") + r.zcard("dead")
+      return if ran == @jobs && processed == @jobs && failed.zero? && left.zero? && failures.zero?
+
+      raise "#{@kind}: ran #{ran}, stat:processed #{processed}, stat:failed #{failed}, #{left} left in the queue, " \
+        "#{failures} in retry/dead (expected #{@jobs} run and processed)\n#{File.read(@log)}"
+    end
+
+    def monotonic
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end
