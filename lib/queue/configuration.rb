@@ -19,7 +19,6 @@ module JobQueue
     attr_reader :concurrency, :timeout, :max_batch, :queues, :namespace
     attr_reader :error_handlers, :death_handlers, :client_middleware_chain, :server_middleware_chain
     attr_accessor :tag, :labels, :logger, :environment, :require_path
-    attr_writer :default_job_options
 
     def initialize
       @redis = {}
@@ -36,6 +35,7 @@ module JobQueue
       @server_middleware_chain = Middleware::Chain.new
       @logger = ::Logger.new($stdout, level: ::Logger::INFO, progname: "queue")
       @default_job_options = DEFAULT_JOB_OPTIONS
+      Worker.options_changed! if defined?(Worker)
     end
 
     # Redis settings: `url:` (redis://, rediss:// or unix://), optional `password:`, `namespace:`.
@@ -54,13 +54,21 @@ module JobQueue
       @redis.dup
     end
 
+    # The URL with `password:` in it: in the userinfo of a redis:// or rediss:// URL (percent-encoded),
+    # as the `pass` query parameter of a unix:// one (the only place a socket URL has for it).
     def redis_url
       url = @redis[:url] || ENV["REDIS_URL"] || DEFAULT_REDIS_URL
-      return url unless @redis[:password]
+      password = @redis[:password]
+      return url if password.nil?
+
+      if url.match?(/\A(redis\+)?unix:/)
+        path, query = url.split("?", 2)
+        params = URI.decode_www_form(query.to_s).reject { |key, _| key == "pass" }
+        return "#{path}?#{URI.encode_www_form(params << ["pass", password.to_s])}"
+      end
 
       uri = URI.parse(url)
-      uri.password = URI.encode_www_form_component(@redis[:password])
-      uri.user ||= ""
+      uri.userinfo = "#{uri.user}:#{URI.encode_www_form_component(password.to_s).gsub("+", "%20")}"
       uri.to_s
     end
 
@@ -110,8 +118,12 @@ module JobQueue
       @queues.map(&:first)
     end
 
-    def default_job_options
-      @default_job_options
+    attr_reader :default_job_options
+
+    # Options every job gets unless its worker or the push says otherwise.
+    def default_job_options=(options)
+      @default_job_options = DEFAULT_JOB_OPTIONS.merge(options.transform_keys(&:to_s)).freeze
+      Worker.options_changed! if defined?(Worker)
     end
 
     def client_middleware

@@ -27,6 +27,17 @@ module JobQueue
       "tags" => ->(v) { v.is_a?(Array) }
     }.freeze
 
+    @options_generation = 0
+
+    class << self
+      # Bumped whenever any worker's options (or the defaults) change, so cached merges are redone.
+      attr_reader :options_generation
+
+      def options_changed!
+        @options_generation += 1
+      end
+    end
+
     def self.included(base)
       raise ArgumentError, "JobQueue::Worker must be included in a class" unless base.is_a?(Class)
 
@@ -46,13 +57,20 @@ module JobQueue
         options["queue"] = options["queue"].to_s if options.key?("queue")
         options["retry_queue"] = options["retry_queue"].to_s if options.key?("retry_queue")
         @job_options = own_job_options.merge(options)
+        Worker.options_changed!
       end
       alias_method :queue_options, :sidekiq_options
 
-      # Options of this class, merged over its superclass's and the global defaults.
+      # Options of this class, merged over its superclass's and the global defaults (frozen; cached
+      # until any worker's options change).
       def get_sidekiq_options
+        generation = Worker.options_generation
+        return @merged_options if @merged_generation == generation
+
         inherited = superclass.respond_to?(:get_sidekiq_options) ? superclass.get_sidekiq_options : JobQueue.config.default_job_options
-        inherited.merge(own_job_options)
+        @merged_options = inherited.merge(own_job_options).freeze
+        @merged_generation = generation
+        @merged_options
       end
 
       def sidekiq_retry_in(&block)
@@ -72,7 +90,7 @@ module JobQueue
       end
 
       def perform_async(*args)
-        Setter.new(self, {}).perform_async(*args)
+        client_push("class" => self, "args" => args)
       end
 
       # Runs after `interval` seconds (or at an epoch time, if the number is that large).

@@ -67,7 +67,11 @@ pub async fn queue_size(conn: &mut Conn, queue: &str) -> Result<i64> {
     conn.cmd(redis::cmd("LLEN").arg(key)).await
 }
 
+pub fn ping_cmd() -> redis::Cmd {
+    redis::cmd("PING")
+}
+
 /// One round trip; fails with [`crate::Error::Connection`] if Redis cannot be reached.
 pub async fn ping(conn: &mut Conn) -> Result<bool> {
-    conn.cmd::<String>(&redis::cmd("PING")).await.map(|_| true)
+    conn.cmd::<String>(&ping_cmd()).await.map(|_| true)
 }

@@ -3,32 +3,28 @@
 //! The Ruby client builds and serializes each job (middleware may change it); this module writes them
 //! in Sidekiq's layout: an immediate job is `LPUSH`ed onto `queue:<name>` with the name added to
 //! `queues`; a future job is `ZADD`ed to `schedule` scored by its run-at time. Each call is one round
-//! trip however many jobs it carries.
+//! trip however many jobs it carries. The commands are built once here and sent either on an async
+//! [`Conn`] or on a [`crate::blocking::SyncConn`] (the Ruby client's per-thread connection).
 
 use crate::clock::float_string;
 use crate::connection::Conn;
 use crate::error::{Error, Result};
+use crate::keys::Keys;
 
-/// Pushes serialized jobs onto one queue. Jobs are pushed in the order given, so the first runs first.
-pub async fn push(conn: &mut Conn, queue: &str, jobs: &[Vec<u8>]) -> Result<()> {
+/// The commands of an immediate push: the queue name into `queues`, the jobs onto its list (in the
+/// order given, so the first runs first). One round trip on either kind of connection.
+pub fn push_pipeline(keys: &Keys, queue: &str, jobs: &[Vec<u8>]) -> Result<redis::Pipeline> {
     check_queue_name(queue)?;
-    if jobs.is_empty() {
-        return Ok(());
-    }
-    let keys = conn.keys();
     let mut pipe = redis::pipe();
     pipe.cmd("SADD").arg(keys.queues()).arg(queue).ignore();
     pipe.cmd("LPUSH").arg(keys.queue(queue)).arg(jobs).ignore();
-    conn.pipe(&pipe).await
+    Ok(pipe)
 }
 
-/// Adds serialized jobs to the `schedule` set, each with its run-at time (epoch seconds).
-pub async fn schedule(conn: &mut Conn, jobs: &[(f64, Vec<u8>)]) -> Result<()> {
-    if jobs.is_empty() {
-        return Ok(());
-    }
+/// The command that adds jobs to `schedule`, each with its run-at time (epoch seconds).
+pub fn schedule_cmd(keys: &Keys, jobs: &[(f64, Vec<u8>)]) -> Result<redis::Cmd> {
     let mut cmd = redis::cmd("ZADD");
-    cmd.arg(conn.keys().schedule());
+    cmd.arg(keys.schedule());
     for (at, job) in jobs {
         if !at.is_finite() {
             return Err(Error::InvalidArgument(format!(
@@ -37,7 +33,25 @@ pub async fn schedule(conn: &mut Conn, jobs: &[(f64, Vec<u8>)]) -> Result<()> {
         }
         cmd.arg(float_string(*at)).arg(job);
     }
-    conn.cmd(&cmd).await
+    Ok(cmd)
+}
+
+/// Pushes serialized jobs onto one queue.
+pub async fn push(conn: &mut Conn, queue: &str, jobs: &[Vec<u8>]) -> Result<()> {
+    let pipe = push_pipeline(conn.keys(), queue, jobs)?;
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    conn.pipe(&pipe).await
+}
+
+/// Adds serialized jobs to the `schedule` set.
+pub async fn schedule(conn: &mut Conn, jobs: &[(f64, Vec<u8>)]) -> Result<()> {
+    let cmd = schedule_cmd(conn.keys(), jobs)?;
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    conn.cmd::<i64>(&cmd).await.map(|_| ())
 }
 
 /// Sidekiq requires a non-empty queue name; we also refuse characters that would make the key

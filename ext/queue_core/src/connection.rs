@@ -107,6 +107,19 @@ impl Redis {
         }
     }
 
+    /// A plain synchronous connection (no runtime), for one-command calls from a caller's thread.
+    pub(crate) fn dial_sync(&self) -> Result<redis::Connection> {
+        let conn = self
+            .inner
+            .client
+            .get_connection_with_timeout(self.inner.config.connect_timeout)
+            .map_err(|e| Error::Connection(e.to_string()))?;
+        conn.set_read_timeout(Some(RESPONSE_TIMEOUT))
+            .and_then(|_| conn.set_write_timeout(Some(RESPONSE_TIMEOUT)))
+            .map_err(|e| Error::Connection(e.to_string()))?;
+        Ok(conn)
+    }
+
     async fn dial(&self, blocking: bool) -> Result<MultiplexedConnection> {
         let response_timeout = if blocking {
             None

@@ -1,16 +1,17 @@
 //! `JobQueue::Native::Engine`: one configured Redis (URL + namespace) and the client side of it.
 //!
-//! Pushes run on a connection owned by the calling Ruby thread (a thread-local map keyed by engine),
-//! driven on that thread with the GVL released: no hop to another thread per call. A forked child
-//! sees the parent's pid on the inherited connection and dials its own (the inherited one is leaked,
-//! not closed, since its socket is the parent's too).
+//! Pushes run on a synchronous connection owned by the calling Ruby thread (a thread-local map keyed
+//! by engine), with the GVL released: no runtime, no hop to another thread per call. Reads (`stats`)
+//! drive the engine's async API on a current-thread runtime of the same thread. A forked child sees
+//! the parent's pid on an inherited connection and dials its own (the inherited one is leaked, not
+//! closed, since its socket is the parent's too).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby};
-use queue_core::blocking::BlockingConn;
+use queue_core::blocking::{BlockingConn, SyncConn};
 use queue_core::server::ServerConfig;
 use queue_core::{api, client, Redis, RedisConfig};
 
@@ -22,6 +23,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
     static CONNS: RefCell<HashMap<u64, BlockingConn>> = RefCell::new(HashMap::new());
+    static SYNC_CONNS: RefCell<HashMap<u64, SyncConn>> = RefCell::new(HashMap::new());
 }
 
 #[magnus::wrap(class = "JobQueue::Native::Engine", free_immediately, size)]
@@ -52,6 +54,24 @@ fn with_conn<T>(
     })
 }
 
+/// Runs `op` on this thread's synchronous connection for `engine`.
+fn with_sync<T>(
+    redis: &Redis,
+    id: u64,
+    op: impl FnOnce(&mut SyncConn) -> queue_core::Result<T>,
+) -> queue_core::Result<T> {
+    SYNC_CONNS.with(|cell| {
+        let mut conns = cell.borrow_mut();
+        let pid = std::process::id();
+        if conns.get(&id).is_some_and(|c| c.pid() != pid) {
+            if let Some(inherited) = conns.remove(&id) {
+                std::mem::forget(inherited);
+            }
+        }
+        op(conns.entry(id).or_insert_with(|| SyncConn::new(redis)))
+    })
+}
+
 impl Engine {
     fn new(url: String, namespace: String) -> Result<Engine, Error> {
         let redis =
@@ -73,7 +93,15 @@ impl Engine {
             .map(|v| RString::try_convert(v).map(bytes_of))
             .collect::<Result<_, _>>()?;
         let (redis, id) = (&self.redis, self.id);
-        blocking(move || with_conn(redis, id, async |c| client::push(c, &queue, &jobs).await))
+        blocking(move || {
+            with_sync(redis, id, |c| {
+                let pipe = client::push_pipeline(c.keys(), &queue, &jobs)?;
+                if jobs.is_empty() {
+                    return Ok(());
+                }
+                c.pipe(&pipe)
+            })
+        })
     }
 
     /// `schedule([[at, json], ...])`: ZADD to `schedule`.
@@ -84,7 +112,15 @@ impl Engine {
             jobs.push((at, bytes_of(json)));
         }
         let (redis, id) = (&self.redis, self.id);
-        blocking(move || with_conn(redis, id, async |c| client::schedule(c, &jobs).await))
+        blocking(move || {
+            with_sync(redis, id, |c| {
+                let cmd = client::schedule_cmd(c.keys(), &jobs)?;
+                if jobs.is_empty() {
+                    return Ok(());
+                }
+                c.cmd::<i64>(&cmd).map(|_| ())
+            })
+        })
     }
 
     /// Totals as a Hash (`processed`, `failed`, sizes, `queues` => {name => size}).
@@ -115,7 +151,11 @@ impl Engine {
     /// Round trip to Redis; raises `JobQueue::ConnectionError` if it cannot be reached.
     fn ping(&self) -> Result<bool, Error> {
         let (redis, id) = (&self.redis, self.id);
-        blocking(move || with_conn(redis, id, async |c| api::ping(c).await))
+        blocking(move || {
+            with_sync(redis, id, |c| {
+                c.cmd::<String>(&api::ping_cmd()).map(|_| true)
+            })
+        })
     }
 
     /// `start_server(identity, [[queue, weight], ...], concurrency, max_batch, info_json, scheduler)`
