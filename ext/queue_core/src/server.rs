@@ -190,7 +190,12 @@ fn fetch_lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 async fn liveness(conn: &mut Conn, shared: &FetchShared) -> Result<()> {
     let dead = recovery::beat(conn, Some(&shared.identity), &shared.working_lists()).await?;
     for identity in dead {
-        recovery::recover(conn, &identity).await?;
+        let moved = recovery::recover(conn, &identity).await?;
+        tracing::warn!(
+            process = %identity,
+            jobs = moved,
+            "a process stopped beating; its unfinished jobs are back in their queues"
+        );
     }
     Ok(())
 }

@@ -79,12 +79,5 @@ pub async fn recover(conn: &mut Conn, identity: &str) -> Result<usize> {
     pipe.cmd("DEL").arg(&index).ignore();
     pipe.cmd("ZREM").arg(keys.alive()).arg(identity).ignore();
     conn.pipe::<()>(&pipe).await?;
-    if moved > 0 {
-        tracing::warn!(
-            process = identity,
-            jobs = moved,
-            "recovered the jobs of a dead process"
-        );
-    }
     Ok(moved)
 }
