@@ -25,6 +25,6 @@ Gem::Specification.new do |spec|
   spec.executables = ["queue"]
   spec.require_paths = ["lib"]
   spec.extensions = ["ext/queue/extconf.rb"]
-
-  spec.add_dependency "json"
+  # No runtime dependencies: json ships with every supported Ruby as a default gem, and declaring it
+  # would make `gem install --install-dir DIR` look for a json .gem to put in DIR.
 end

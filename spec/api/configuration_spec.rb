@@ -1,0 +1,206 @@
+# frozen_string_literal: true
+
+require "socket"
+require "tmpdir"
+require "fileutils"
+
+module ApiSpec
+  class ConfigWorker
+    include JobQueue::Worker
+  end
+end
+
+RSpec.describe JobQueue::Configuration do
+  subject(:config) { described_class.new }
+
+  let(:redis) { TestRedis.client }
+
+  describe "#redis=" do
+    it "takes url:, password: and namespace:, with String or Symbol keys" do
+      config.redis = {"url" => "redis://10.0.0.1:6380/2", "namespace" => "app"}
+      expect(config.redis_url).to eq("redis://10.0.0.1:6380/2")
+      expect(config.namespace).to eq("app:")
+    end
+
+    it "puts the password, percent-encoded, into a redis:// URL" do
+      config.redis = {url: "redis://10.0.0.1:6380/2", password: "p@ss w:rd/+"}
+      uri = URI.parse(config.redis_url)
+      expect([uri.host, uri.port, uri.path, uri.user]).to eq(["10.0.0.1", 6380, "/2", ""])
+      expect(URI.decode_www_form_component(uri.password.gsub("%20", "+"))).to eq("p@ss w:rd/+")
+    end
+
+    it "keeps the user of a URL and replaces its password" do
+      config.redis = {url: "rediss://alice:old@10.0.0.1:6380/0", password: "new"}
+      expect(config.redis_url).to eq("rediss://alice:new@10.0.0.1:6380/0")
+    end
+
+    it "puts the password into a unix:// URL as its pass parameter" do
+      config.redis = {url: "unix:///run/redis.sock?db=3", password: "s&cret"}
+      expect(config.redis_url).to eq("unix:///run/redis.sock?db=3&pass=s%26cret")
+    end
+
+    it "refuses unknown keys" do
+      expect { config.redis = {url: "redis://h", host: "h", pool_size: 5} }.to raise_error(ArgumentError, /host, pool_size/)
+    end
+
+    it "falls back to REDIS_URL, then to the local default" do
+      original = ENV.delete("REDIS_URL")
+      expect(config.redis_url).to eq("redis://127.0.0.1:6379/0")
+      ENV["REDIS_URL"] = "redis://from-env:6390/1"
+      expect(config.redis_url).to eq("redis://from-env:6390/1")
+    ensure
+      original ? ENV["REDIS_URL"] = original : ENV.delete("REDIS_URL")
+    end
+
+    it "connects to the new URL after a change" do
+      JobQueue.configure { |c| c.redis = {url: "unix:///nonexistent/queue-test.sock"} }
+      expect { ApiSpec::ConfigWorker.perform_async }.to raise_error(JobQueue::ConnectionError)
+      JobQueue.configure { |c| c.redis = {url: TestRedis.url} }
+      ApiSpec::ConfigWorker.perform_async
+      expect(redis.llen("queue:default")).to eq(1)
+    end
+  end
+
+  describe "against a Redis that requires a password" do
+    password = "p@ss w:rd/+&x"
+
+    def free_port
+      server = TCPServer.new("127.0.0.1", 0)
+      server.addr[1]
+    ensure
+      server&.close
+    end
+
+    let(:dir) { Dir.mktmpdir("queue-password-redis") }
+    let(:socket) { File.join(dir, "redis.sock") }
+    let(:port) { free_port }
+    let(:protected_redis) { Redis.new(path: socket, password: password) }
+
+    around do |example|
+      pid = Process.spawn(
+        "redis-server", "--port", port.to_s, "--bind", "127.0.0.1", "--unixsocket", socket, "--unixsocketperm", "700",
+        "--requirepass", password, "--save", "", "--appendonly", "no", "--dir", dir,
+        out: File.join(dir, "redis.log"), err: [:child, :out]
+      )
+      wait_until("the password-protected redis-server to answer") { protected_redis.ping == "PONG" rescue false }
+      example.run
+    ensure
+      protected_redis.close
+      Process.kill("TERM", pid)
+      Process.wait(pid)
+      FileUtils.rm_rf(dir)
+    end
+
+    it "pushes over TCP with the password in the URL" do
+      JobQueue.configure { |c| c.redis = {url: "redis://127.0.0.1:#{port}/0", password: password} }
+      jid = ApiSpec::ConfigWorker.perform_async
+      expect(JSON.parse(protected_redis.lindex("queue:default", 0))["jid"]).to eq(jid)
+    end
+
+    it "pushes over a unix socket with the password" do
+      JobQueue.configure { |c| c.redis = {url: "unix://#{socket}", password: password} }
+      jid = ApiSpec::ConfigWorker.perform_async
+      expect(JSON.parse(protected_redis.lindex("queue:default", 0))["jid"]).to eq(jid)
+    end
+
+    it "raises a JobQueue::Error without the password, or with a wrong one" do
+      JobQueue.configure { |c| c.redis = {url: "unix://#{socket}"} }
+      expect { ApiSpec::ConfigWorker.perform_async }.to raise_error(JobQueue::Error)
+      JobQueue.configure { |c| c.redis = {url: "redis://127.0.0.1:#{port}/0", password: "wrong"} }
+      expect { ApiSpec::ConfigWorker.perform_async }.to raise_error(JobQueue::Error)
+      expect(protected_redis.dbsize).to eq(0)
+    end
+  end
+
+  describe "namespace" do
+    it "gets a trailing colon" do
+      config.namespace = "resque:gitlab"
+      expect(config.namespace).to eq("resque:gitlab:")
+      config.namespace = "resque:gitlab:"
+      expect(config.namespace).to eq("resque:gitlab:")
+      config.namespace = nil
+      expect(config.namespace).to eq("")
+    end
+
+    it "prefixes every key a push writes" do
+      JobQueue.configure { |c| c.namespace = "resque:gitlab:" }
+      ApiSpec::ConfigWorker.perform_async(1)
+      ApiSpec::ConfigWorker.perform_in(600, 2)
+      JobQueue::Client.push_bulk("class" => ApiSpec::ConfigWorker, "args" => [[3]], "queue" => "bulk")
+
+      expect(redis.keys("*")).to contain_exactly(
+        "resque:gitlab:queues", "resque:gitlab:queue:default", "resque:gitlab:queue:bulk", "resque:gitlab:schedule"
+      )
+      expect(redis.smembers("resque:gitlab:queues")).to contain_exactly("default", "bulk")
+      expect(queued_jobs("default", namespace: "resque:gitlab:").first["args"]).to eq([1])
+      expect(sorted_set_jobs("resque:gitlab:schedule").first.first["args"]).to eq([2])
+    end
+
+    it "is taken from redis = {namespace:}" do
+      JobQueue.configure { |c| c.redis = {url: TestRedis.url, namespace: "ns"} }
+      ApiSpec::ConfigWorker.perform_async
+      expect(redis.keys("*")).to contain_exactly("ns:queues", "ns:queue:default")
+    end
+  end
+
+  describe "server settings" do
+    it "accepts a positive Integer concurrency and refuses anything else" do
+      config.concurrency = 3
+      expect(config.concurrency).to eq(3)
+      [0, -1, 2.5, "4", nil].each do |bad|
+        expect { config.concurrency = bad }.to raise_error(ArgumentError, /concurrency/)
+      end
+      expect(config.concurrency).to eq(3)
+    end
+
+    it "accepts a non-negative timeout and refuses anything else" do
+      config.timeout = 0
+      config.timeout = 7.5
+      expect(config.timeout).to eq(7.5)
+      [-1, "25", nil].each do |bad|
+        expect { config.timeout = bad }.to raise_error(ArgumentError, /timeout/)
+      end
+    end
+
+    it "parses queues with optional weights, as strings or pairs" do
+      config.queues = ["critical,3", "default", " low , 2 ", ["bulk", 4]]
+      expect(config.queues).to eq([["critical", 3], ["default", 1], ["low", 2], ["bulk", 4]])
+      expect(config.queue_names).to eq(%w[critical default low bulk])
+    end
+
+    it "refuses empty, duplicated or badly weighted queues" do
+      expect { config.queues = [] }.to raise_error(ArgumentError, /at least one/)
+      expect { config.queues = ["a", "a,2"] }.to raise_error(ArgumentError, /"a" is listed twice/)
+      expect { config.queues = [",2"] }.to raise_error(ArgumentError, /empty/)
+      ["a,0", "a,-1", "a,x", "a,1.5"].each do |bad|
+        expect { config.queues = [bad] }.to raise_error(ArgumentError, /weight/)
+      end
+      expect(config.queues).to eq([["default", 1]])
+    end
+  end
+
+  describe "JobQueue.configure_client and configure_server" do
+    it "yields only the client block outside the server" do
+      yielded = []
+      JobQueue.configure_client { yielded << :client }
+      JobQueue.configure_server { yielded << :server }
+      expect(yielded).to eq([:client])
+    end
+  end
+
+  it "raises JobQueue::ConnectionError when Redis cannot be reached" do
+    JobQueue.configure { |c| c.redis = {url: "unix:///nonexistent/queue-test/redis.sock"} }
+    expect { ApiSpec::ConfigWorker.perform_async }.to raise_error(JobQueue::ConnectionError)
+    expect { ApiSpec::ConfigWorker.perform_in(60) }.to raise_error(JobQueue::ConnectionError)
+    expect { JobQueue.stats }.to raise_error(JobQueue::ConnectionError)
+  end
+
+  it "reports totals through JobQueue.stats" do
+    ApiSpec::ConfigWorker.perform_async
+    ApiSpec::ConfigWorker.set(queue: "other").perform_async
+    ApiSpec::ConfigWorker.perform_in(60)
+    expect(JobQueue.stats).to include(
+      "enqueued" => 2, "scheduled_size" => 1, "retry_size" => 0, "dead_size" => 0, "queues" => {"default" => 1, "other" => 1}
+    )
+  end
+end

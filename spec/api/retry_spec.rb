@@ -1,0 +1,122 @@
+# frozen_string_literal: true
+
+require "zlib"
+require "base64"
+require_relative "../apps/api_retry"
+
+RSpec.describe "failed jobs in a server process" do
+  let(:redis) { TestRedis.client }
+
+  before { start_server(app: "api_retry.rb", args: ["-c", "2", "-q", "default", "-q", "api_slow"]) }
+
+  # The failure of `jid` is fully handled once the error handlers, which run last, have seen it.
+  def wait_for_failure(jid, count: 1)
+    wait_until("failure #{count} of #{jid} to be handled") { recorded("api:errors").count { |e| e["jid"] == jid } >= count }
+  end
+
+  def for_jid(list, jid)
+    recorded(list).select { |entry| entry["jid"] == jid }
+  end
+
+  it "retries after the seconds sidekiq_retry_in returns, with Sidekiq's bookkeeping" do
+    jid = ApiFailingWorker.perform_async(1000)
+    wait_for_failure(jid)
+
+    (job, score), *others = sorted_set_jobs("retry")
+    expect(others).to be_empty
+    expect(job).to include(
+      "jid" => jid, "class" => "ApiFailingWorker", "queue" => "default", "retry_count" => 0,
+      "error_class" => "ApiRetry::Boom", "error_message" => "always fails"
+    )
+    expect(job["failed_at"]).to be_a(Float)
+    expect(job).not_to have_key("retried_at")
+    # 1000 seconds plus Sidekiq's jitter of rand(10) * (retry_count + 1).
+    expect(score - job["failed_at"]).to be_between(999.9, 1010)
+    backtrace = JSON.parse(Zlib::Inflate.inflate(Base64.decode64(job["error_backtrace"])))
+    expect(backtrace.size).to eq(2)
+    expect(backtrace.first).to include("api_retry.rb")
+
+    expect(redis.zcard("dead")).to eq(0)
+    expect(recorded("api:exhausted") + recorded("api:deaths")).to be_empty
+    expect(redis.get("stat:failed").to_i).to eq(1)
+  end
+
+  it "sends the job to the dead set at once when sidekiq_retry_in returns :kill" do
+    jid = ApiFailingWorker.perform_async("kill")
+    wait_for_failure(jid)
+
+    expect(redis.zcard("retry")).to eq(0)
+    dead, = sorted_set_jobs("dead").first
+    expect(dead).to include("jid" => jid, "retry_count" => 0, "error_class" => "ApiRetry::Boom")
+    summary = {"jid" => jid, "class" => "ApiFailingWorker", "retry_count" => 0, "error_class" => "ApiRetry::Boom",
+               "error_message" => "always fails", "exception" => "ApiRetry::Boom", "message" => "always fails"}
+    expect(recorded("api:exhausted")).to eq([summary])
+    expect(recorded("api:deaths")).to eq([summary])
+  end
+
+  it "drops the job without a trace when sidekiq_retry_in returns :discard" do
+    jid = ApiFailingWorker.perform_async("discard")
+    wait_for_failure(jid)
+
+    expect(redis.zcard("retry") + redis.zcard("dead") + redis.llen("queue:default")).to eq(0)
+    expect(recorded("api:exhausted") + recorded("api:deaths")).to be_empty
+    expect(redis.get("stat:failed").to_i).to eq(1)
+  end
+
+  it "calls sidekiq_retries_exhausted with the job and the exception, then the death handlers" do
+    jid = ApiNoRetriesWorker.perform_async("x")
+    wait_for_failure(jid)
+
+    expect(for_jid("api:exhausted", jid)).to match([include("class" => "ApiNoRetriesWorker", "retry_count" => 0, "exception" => "ApiRetry::Boom", "message" => "always fails")])
+    expect(for_jid("api:deaths", jid)).to match([include("exception" => "ApiRetry::Boom", "error_message" => "always fails")])
+    expect(sorted_set_jobs("dead").map { |job, _| job["jid"] }).to eq([jid])
+    expect(redis.zcard("retry")).to eq(0)
+  end
+
+  it "calls only the death handlers for retry: false, and keeps the job nowhere" do
+    jid = ApiNoRetryWorker.perform_async("x")
+    wait_for_failure(jid)
+
+    expect(for_jid("api:deaths", jid)).to match([include("class" => "ApiNoRetryWorker", "exception" => "ApiRetry::Boom")])
+    expect(recorded("api:exhausted")).to be_empty
+    expect(redis.zcard("retry") + redis.zcard("dead")).to eq(0)
+  end
+
+  it "skips the dead set for dead: false, still calling the exhausted block and death handlers" do
+    jid = ApiNoMorgueWorker.perform_async("x")
+    wait_for_failure(jid)
+
+    expect(redis.zcard("dead") + redis.zcard("retry")).to eq(0)
+    expect(for_jid("api:exhausted", jid).size).to eq(1)
+    expect(for_jid("api:deaths", jid).size).to eq(1)
+  end
+
+  it "files the retry on retry_queue" do
+    jid = ApiRetryQueueWorker.perform_async(1000)
+    wait_for_failure(jid)
+
+    job, = sorted_set_jobs("retry").first
+    expect(job).to include("jid" => jid, "queue" => "api_slow", "retry_queue" => "api_slow", "retry_count" => 0)
+  end
+
+  it "runs a due retry again: the scheduler moves it back to its queue" do
+    jid = ApiFlakyWorker.perform_async(1)
+    runs = wait_until("the retry to run") { for_jid("api:runs", jid).then { |r| r if r.size == 2 } }
+
+    expect(runs.map { |r| r["run"] }).to eq([1, 2])
+    wait_until("the retry to be acknowledged") { redis.get("stat:processed").to_i == 2 }
+    expect(redis.get("stat:failed").to_i).to eq(1)
+    expect(redis.zcard("retry") + redis.zcard("dead") + redis.llen("queue:default")).to eq(0)
+  end
+
+  it "exhausts a job after its last retry, counting the retries" do
+    jid = ApiFailingWorker.set(retry: 1).perform_async(1)
+    wait_for_failure(jid, count: 2)
+
+    expect(for_jid("api:runs", jid).size).to eq(2)
+    dead, = sorted_set_jobs("dead").first
+    expect(dead).to include("jid" => jid, "retry_count" => 1, "retry" => 1)
+    expect(dead["retried_at"]).to be_a(Float)
+    expect(for_jid("api:exhausted", jid)).to match([include("retry_count" => 1)])
+  end
+end
