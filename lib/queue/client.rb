@@ -85,7 +85,7 @@ module JobQueue
       item.each { |key, value| job[key.to_s] = value }
       raise ArgumentError, "job \"args\" must be an Array: #{item.inspect[0, 200]}" unless job["args"].is_a?(Array)
 
-      job["class"] = klass.to_s
+      job["class"] = klass.is_a?(Class) ? class_name(klass) : klass
       job["queue"] = job["queue"].to_s
       raise ArgumentError, "job needs a queue name" if job["queue"].empty?
 
@@ -94,6 +94,11 @@ module JobQueue
       job["created_at"] ||= Time.now.to_f
       job.delete("at") if job.key?("at") && !(check_at(job["at"]) && job["at"] > Time.now.to_f)
       job
+    end
+
+    # A server finds the worker by this name, so an anonymous class cannot be enqueued.
+    def class_name(klass)
+      klass.name or raise ArgumentError, "an anonymous class cannot be enqueued: a server could not find it by name"
     end
 
     # "at" must be a number (epoch seconds) or absent; one that is not in the future means "now",

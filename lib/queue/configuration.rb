@@ -25,7 +25,7 @@ module JobQueue
       @namespace = ""
       @concurrency = 10
       @timeout = 25
-      @max_batch = 10
+      @max_batch = 20
       @queues = [["default", 1]]
       @tag = ""
       @labels = []

@@ -272,3 +272,45 @@ fn a_waiting_fetcher_receives_a_job_pushed_while_it_waits() {
     server.stop().expect("stop");
     assert_eq!(llen(&mut c, "queue:default"), 0);
 }
+
+#[test]
+fn an_idle_thread_takes_unstarted_jobs_from_a_siblings_batch() {
+    let t = TestRedis::start();
+    let redis = t.redis();
+    let mut c = t.conn();
+    let jobs: Vec<Vec<u8>> = (1..=4).map(|n| job("default", n)).collect();
+    push(&redis, "default", &jobs);
+
+    // Concurrency 1 makes the first fetch take the whole shallow queue into t1's batch.
+    let mut config = server_config(IDENTITY, &[("default", 1)]);
+    config.concurrency = 1;
+    let server = Server::start(redis.clone(), config).expect("server starts");
+    let mut busy = server.fetcher("t1").expect("fetcher t1");
+    let mut idle = server.fetcher("t2").expect("fetcher t2");
+    let t1_working = redis.keys().working("default", IDENTITY, "t1");
+
+    assert_eq!(text(&take(&mut busy).1), text(&jobs[0]));
+    assert_eq!(llen(&mut c, "queue:default"), 0, "t1 holds the whole batch");
+
+    // t2 finds the queue empty and takes t1's newest unstarted job instead of waiting.
+    let (_, stolen) = take(&mut idle);
+    assert_eq!(text(&stolen), text(&jobs[3]));
+    idle.done();
+    idle.close().expect("close t2"); // writes t2's ack against t1's working list
+    let mut held = lrange(&mut c, &t1_working);
+    held.sort();
+    assert_eq!(
+        held,
+        vec![jobs[0].clone(), jobs[1].clone(), jobs[2].clone()]
+    );
+
+    // t1 runs the rest of its batch, oldest first, without the stolen job.
+    busy.done();
+    assert_eq!(text(&take(&mut busy).1), text(&jobs[1]));
+    busy.done();
+    assert_eq!(text(&take(&mut busy).1), text(&jobs[2]));
+    busy.done();
+    busy.close().expect("close t1");
+    assert_eq!(llen(&mut c, &t1_working), 0);
+    assert_eq!(counter(&mut c, "stat:processed"), 4);
+}

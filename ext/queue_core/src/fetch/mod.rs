@@ -10,6 +10,9 @@
 //! costs Redis one round trip per batch, not two per job. Jobs of a batch wait in memory only while they
 //! also sit in the working list, so prefetching is as safe as fetching one at a time.
 //!
+//! A thread whose queue ran dry takes unstarted jobs from a sibling's batch before it parks, so a deep
+//! prefetch never leaves jobs waiting behind a slow one while a thread is idle.
+//!
 //! When every queue is empty, threads do not poll. They park on a condition variable, and the
 //! process's [`idle`] waiters — one blocking `BLMOVE` per queue on the shared runtime, issued only while
 //! some thread is parked — hand over the next job the moment it is pushed.
@@ -211,6 +214,21 @@ impl FetchShared {
         out
     }
 
+    /// Takes the newest unstarted job of the sibling holding the most, so a prefetched batch never
+    /// waits behind a slow job while another thread of the process is idle. The job stays in its
+    /// working list, and its ack names that list, so nothing about its safety changes.
+    fn steal(&self, me: &Arc<Mutex<Slot>>) -> Option<Unit> {
+        let slots = lock(&self.slots);
+        let mut best: Option<(&Arc<Mutex<Slot>>, usize)> = None;
+        for slot in slots.iter().filter(|s| !Arc::ptr_eq(s, me)) {
+            let held = lock(slot).buffer.len();
+            if held > 0 && best.is_none_or(|(_, most)| held > most) {
+                best = Some((slot, held));
+            }
+        }
+        best.and_then(|(slot, _)| lock(slot).buffer.pop_back())
+    }
+
     fn register(&self, slot: Arc<Mutex<Slot>>) {
         lock(&self.slots).push(slot);
     }
@@ -312,6 +330,9 @@ impl Fetcher {
                     continue;
                 }
                 self.last_empty_fetch = Some(Instant::now());
+            }
+            if let Some(unit) = self.shared.steal(&self.slot) {
+                return Ok(Some(start(&mut lock(&self.slot), unit)));
             }
             let now = Instant::now();
             if now >= deadline {
