@@ -1,0 +1,80 @@
+# frozen_string_literal: true
+
+require "openssl"
+require "socket"
+require "tmpdir"
+require_relative "../apps/api_tls"
+
+# rediss:// against a redis-server that only speaks TLS, with a self-signed certificate made here.
+RSpec.describe "rediss:// (TLS)" do
+  around do |example|
+    Dir.mktmpdir("queue-tls") do |dir|
+      @dir = dir
+      @port = free_port
+      write_certificate(dir)
+      @redis = Process.spawn("redis-server", "--port", "0", "--tls-port", @port.to_s,
+        "--tls-cert-file", "#{dir}/cert.pem", "--tls-key-file", "#{dir}/key.pem",
+        "--tls-ca-cert-file", "#{dir}/cert.pem", "--tls-auth-clients", "no",
+        "--save", "", "--appendonly", "no", "--dir", dir, out: "#{dir}/redis.log", err: [:child, :out])
+      wait_until("the TLS port to listen") { listening?(@port) }
+      example.run
+    ensure
+      @server&.ensure_stopped
+      Process.kill("TERM", @redis) if @redis
+      Process.wait(@redis) if @redis
+    end
+  end
+
+  it "pushes over TLS when the certificate is trusted, and a server runs the job over TLS" do
+    ENV["SSL_CERT_FILE"] = "#{@dir}/cert.pem"
+    JobQueue.configure { |c| c.redis = {url: "rediss://localhost:#{@port}/0"} }
+    expect(JobQueue.engine.ping).to be(true)
+    TlsWorker.perform_async("over tls")
+
+    @server = ServerProcess.new(app: "api_tls.rb", env: {
+      "REDIS_URL" => "rediss://localhost:#{@port}/0",
+      "SSL_CERT_FILE" => "#{@dir}/cert.pem", "TLS_SPEC_DIR" => @dir
+    }).start
+    ran = wait_until("the job to run over TLS") { File.exist?("#{@dir}/ran") && File.read("#{@dir}/ran") }
+    expect(ran).to eq("over tls")
+    expect(@server.stop.exitstatus).to eq(0)
+  ensure
+    ENV.delete("SSL_CERT_FILE")
+  end
+
+  it "refuses an untrusted certificate with a connection error" do
+    JobQueue.configure { |c| c.redis = {url: "rediss://localhost:#{@port}/0"} }
+    expect { JobQueue.engine.ping }.to raise_error(JobQueue::ConnectionError)
+  end
+
+  def free_port
+    server = TCPServer.new("127.0.0.1", 0)
+    server.addr[1]
+  ensure
+    server&.close
+  end
+
+  def listening?(port)
+    TCPSocket.new("127.0.0.1", port).close
+    true
+  rescue Errno::ECONNREFUSED
+    false
+  end
+
+  def write_certificate(dir)
+    key = OpenSSL::PKey::RSA.new(2048)
+    cert = OpenSSL::X509::Certificate.new
+    cert.version = 2
+    cert.serial = 1
+    cert.subject = cert.issuer = OpenSSL::X509::Name.parse("/CN=localhost")
+    cert.public_key = key.public_key
+    cert.not_before = Time.now - 60
+    cert.not_after = Time.now + 3600
+    ext = OpenSSL::X509::ExtensionFactory.new(cert, cert)
+    cert.add_extension(ext.create_extension("basicConstraints", "CA:TRUE", true))
+    cert.add_extension(ext.create_extension("subjectAltName", "DNS:localhost,IP:127.0.0.1"))
+    cert.sign(key, OpenSSL::Digest.new("SHA256"))
+    File.write("#{dir}/key.pem", key.to_pem)
+    File.write("#{dir}/cert.pem", cert.to_pem)
+  end
+end
