@@ -7,8 +7,10 @@
 //! closed, since its socket is the parent's too).
 
 use std::cell::RefCell;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::LocalKey;
 
 use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby};
 use queue_core::blocking::{BlockingConn, SyncConn};
@@ -32,44 +34,65 @@ pub struct Engine {
     id: u64,
 }
 
-/// Runs `op` on this thread's connection for `engine`, dialling it first if needed.
-fn with_conn<T>(
-    redis: &Redis,
+/// A connection owned by one thread, which remembers the process that dialled it.
+trait PerThread: Sized {
+    fn pid(&self) -> u32;
+}
+
+impl PerThread for BlockingConn {
+    fn pid(&self) -> u32 {
+        BlockingConn::pid(self)
+    }
+}
+
+impl PerThread for SyncConn {
+    fn pid(&self) -> u32 {
+        SyncConn::pid(self)
+    }
+}
+
+/// Runs `op` on this thread's connection for engine `id`, dialling one first if there is none or if
+/// the one there was inherited through fork (that one is leaked: its socket is the parent's).
+fn on_thread<C: PerThread, T>(
+    conns: &'static LocalKey<RefCell<HashMap<u64, C>>>,
     id: u64,
-    op: impl AsyncFnOnce(&mut queue_core::connection::Conn) -> queue_core::Result<T>,
+    dial: impl FnOnce() -> queue_core::Result<C>,
+    op: impl FnOnce(&mut C) -> queue_core::Result<T>,
 ) -> queue_core::Result<T> {
-    CONNS.with(|cell| {
+    conns.with(|cell| {
         let mut conns = cell.borrow_mut();
-        let pid = std::process::id();
-        if conns.get(&id).is_some_and(|c| c.pid() != pid) {
+        if conns
+            .get(&id)
+            .is_some_and(|c| c.pid() != std::process::id())
+        {
             if let Some(inherited) = conns.remove(&id) {
                 std::mem::forget(inherited);
             }
         }
         let conn = match conns.entry(id) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(BlockingConn::new(redis)?),
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(dial()?),
         };
-        conn.run(op)
+        op(conn)
     })
 }
 
-/// Runs `op` on this thread's synchronous connection for `engine`.
+/// Runs an async engine operation on this thread's runtime-driven connection.
+fn with_conn<T>(
+    redis: &Redis,
+    id: u64,
+    op: impl AsyncFnOnce(&mut queue_core::connection::Conn) -> queue_core::Result<T>,
+) -> queue_core::Result<T> {
+    on_thread(&CONNS, id, || BlockingConn::new(redis), |c| c.run(op))
+}
+
+/// Runs `op` on this thread's synchronous connection.
 fn with_sync<T>(
     redis: &Redis,
     id: u64,
     op: impl FnOnce(&mut SyncConn) -> queue_core::Result<T>,
 ) -> queue_core::Result<T> {
-    SYNC_CONNS.with(|cell| {
-        let mut conns = cell.borrow_mut();
-        let pid = std::process::id();
-        if conns.get(&id).is_some_and(|c| c.pid() != pid) {
-            if let Some(inherited) = conns.remove(&id) {
-                std::mem::forget(inherited);
-            }
-        }
-        op(conns.entry(id).or_insert_with(|| SyncConn::new(redis)))
-    })
+    on_thread(&SYNC_CONNS, id, || Ok(SyncConn::new(redis)), op)
 }
 
 impl Engine {
