@@ -136,6 +136,16 @@ module JobQueue
       @server_middleware_chain
     end
 
+    # Calls every error handler; a handler that raises is logged and does not stop the others (or the
+    # thread that reported).
+    def report_error(error, context = {})
+      @error_handlers.each do |handler|
+        handler.call(error, context)
+      rescue => e
+        logger.error("error handler #{handler.inspect} raised #{e.class}: #{e.message}")
+      end
+    end
+
     # The native engine for the current settings.
     def engine
       @engine ||= Native::Engine.new(redis_url, @namespace)

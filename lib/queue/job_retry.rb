@@ -13,7 +13,7 @@ module JobQueue
     def failed(fetcher, klass, job, queue, error)
       retry_in = retry_in(klass, job, error)
       fate, filed = fetcher.fail(
-        error.class.name, message_of(error), error.backtrace || [], retry_in, worker_retry(klass)
+        error.class.name, message_of(error), backtrace_of(error), retry_in, worker_retry(klass)
       )
       filed_job = filed ? JSON.parse(filed) : job
       case fate
@@ -73,11 +73,13 @@ module JobQueue
     end
 
     def report(error, context)
-      @config.error_handlers.each do |handler|
-        handler.call(error, context)
-      rescue => e
-        @config.logger.error("error handler failed: #{e.class}: #{e.message}")
-      end
+      @config.report_error(error, context)
+    end
+
+    def backtrace_of(error)
+      Array(error.backtrace).map(&:to_s)
+    rescue
+      []
     end
 
     def message_of(error)

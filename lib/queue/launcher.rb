@@ -17,6 +17,7 @@ module JobQueue
       @identity = "#{hostname}:#{::Process.pid}:#{SecureRandom.hex(6)}"
       @quiet = false
       @processors = []
+      @lock = Mutex.new
     end
 
     def run
@@ -45,8 +46,9 @@ module JobQueue
     def stop
       quiet
       deadline = monotonic + @config.timeout
-      @processors.each { |p| p.thread.join([deadline - monotonic, 0].max) }
-      stragglers = @processors.map(&:thread).select(&:alive?)
+      processors = @lock.synchronize { @processors.dup }
+      processors.each { |p| p.thread.join([deadline - monotonic, 0].max) }
+      stragglers = processors.map(&:thread).select(&:alive?)
       requeued = @server ? @server.stop : 0
       stragglers.each { |t| t.raise(Shutdown, "shutdown timeout") }
       stragglers.each { |t| t.join(2) }
@@ -59,13 +61,17 @@ module JobQueue
       @server ? @server.take_signals : []
     end
 
+    # A processor thread died of an error outside any job (a job's own errors never get here): log it
+    # and start a new one in its place, as Sidekiq does. Its job, if any, is still in its working list.
     # @api private
     def processor_died(processor, error)
       @config.logger.error("#{processor.thread&.name} died: #{error.class}: #{error.message}")
-    end
+      return if @quiet
 
-    def busy_threads
-      @processors.count { |p| p.thread&.alive? }
+      @lock.synchronize do
+        index = @processors.index(processor)
+        @processors[index] = Processor.new(self, @server, @config, index).start if index
+      end
     end
 
     private

@@ -35,7 +35,7 @@ module JobQueue
     rescue Shutdown
       # The shutdown timeout ran out; the engine already put this job back on its queue.
     rescue Exception => e # rubocop:disable Lint/RescueException
-      @config.error_handlers.each { |h| h.call(e, {context: "processor thread died"}) }
+      @config.report_error(e, context: "processor thread died")
       @launcher.processor_died(self, e)
     ensure
       @fetcher&.close
@@ -56,7 +56,7 @@ module JobQueue
       result
     rescue ConnectionError, RedisError => e
       @backoff = [(@backoff || 0.1) * 2, 5].min
-      @config.error_handlers.each { |h| h.call(e, {context: "engine call failed; retrying in #{@backoff}s"}) }
+      @config.report_error(e, context: "engine call failed; retrying in #{@backoff}s")
       sleep @backoff
       nil
     end
@@ -91,7 +91,7 @@ module JobQueue
 
     def bury(raw, error)
       engine_call { @fetcher.bury }
-      @config.error_handlers.each { |h| h.call(error, {context: "invalid job data", jobstr: raw}) }
+      @config.report_error(error, context: "invalid job data", jobstr: raw)
       nil
     end
 

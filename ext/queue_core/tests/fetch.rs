@@ -314,3 +314,25 @@ fn an_idle_thread_takes_unstarted_jobs_from_a_siblings_batch() {
     assert_eq!(llen(&mut c, &t1_working), 0);
     assert_eq!(counter(&mut c, "stat:processed"), 4);
 }
+
+#[test]
+fn close_puts_back_a_started_job_that_was_never_settled() {
+    let t = TestRedis::start();
+    let redis = t.redis();
+    let mut c = t.conn();
+    let jobs: Vec<Vec<u8>> = (1..=2).map(|n| job("default", n)).collect();
+    push(&redis, "default", &jobs);
+    let server = Server::start(redis.clone(), server_config(IDENTITY, &[("default", 1)]))
+        .expect("server starts");
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+
+    take(&mut fetcher); // started, then its thread dies: neither done nor fail
+    fetcher.close().expect("close");
+
+    assert_eq!(
+        llen(&mut c, &redis.keys().working("default", IDENTITY, "t1")),
+        0
+    );
+    assert_eq!(queue_in_run_order(&mut c, "queue:default"), jobs);
+    assert_eq!(counter(&mut c, "stat:processed"), 0);
+}

@@ -460,8 +460,8 @@ impl Fetcher {
         settled
     }
 
-    /// Writes pending acks and puts prefetched, unstarted jobs back at the head of their queues. The
-    /// fetcher is unusable afterwards.
+    /// Writes pending acks and puts every job it holds but did not finish (prefetched ones, and one
+    /// started but never settled) back at the head of their queues. The fetcher is unusable afterwards.
     pub fn close(&mut self) -> Result<()> {
         if self.closed {
             return Ok(());
@@ -470,10 +470,14 @@ impl Fetcher {
         self.shared.unregister(&self.slot);
         let (acks, mut unstarted) = {
             let mut s = lock(&self.slot);
-            (
-                std::mem::take(&mut s.acks),
-                s.buffer.drain(..).collect::<Vec<_>>(),
-            )
+            // A job started but neither done nor failed (its thread died) goes back first: it is
+            // the oldest the fetcher holds.
+            let current = s.current.take().map(|(unit, _)| unit);
+            let held = current
+                .into_iter()
+                .chain(s.buffer.drain(..))
+                .collect::<Vec<_>>();
+            (std::mem::take(&mut s.acks), held)
         };
         unstarted.append(&mut self.stranded);
         let shared = self.shared.clone();
