@@ -12,9 +12,16 @@ module JobQueue
 
     def failed(fetcher, klass, job, queue, error)
       retry_in = retry_in(klass, job, error)
-      fate, filed = fetcher.fail(
-        error.class.name, message_of(error), backtrace_of(error), retry_in, worker_retry(klass)
-      )
+      begin
+        fate, filed = fetcher.fail(
+          error.class.name, message_of(error), backtrace_of(error), retry_in, worker_retry(klass)
+        )
+      rescue ConnectionError, RedisError
+        # Not filed (the job goes back to its queue once Redis answers); the job's own error is
+        # still reported.
+        report(error, context: "Job raised exception", job: job, queue: queue)
+        raise
+      end
       filed_job = filed ? JSON.parse(filed) : job
       case fate
       when :dead, :exhausted

@@ -117,6 +117,12 @@ impl Keys {
         self.key(&format!("jq:working:{identity}:{slot}:{queue}"))
     }
 
+    /// HASH fetcher → `"<token> <pair> <count>"`: the last batch each fetcher of one process took, so
+    /// a fetcher whose reply was lost (Redis went away mid-call) can find the jobs that call moved.
+    pub fn fetch_marks(&self, identity: &str) -> String {
+        self.key(&format!("jq:fetched:{identity}"))
+    }
+
     /// STRING holding the identity of the process that currently runs the scheduler.
     pub fn scheduler_lock(&self) -> String {
         self.key("jq:scheduler:leader")

@@ -22,7 +22,7 @@ pub mod order;
 pub mod recovery;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -72,6 +72,8 @@ pub struct FetchShared {
     handoff: Mutex<VecDeque<Unit>>,
     work_ready: Condvar,
     idle_threads: AtomicUsize,
+    /// Tokens of fetch calls, unique within the process (see [`Fetcher::fetch_batch`]).
+    fetch_tokens: AtomicU64,
     /// Wakes the idle waiters when a thread parks (and on quiet).
     pub(crate) idle_wakeup: tokio::sync::Notify,
     slots: Mutex<Vec<Arc<Mutex<Slot>>>>,
@@ -112,6 +114,7 @@ impl FetchShared {
             handoff: Mutex::new(VecDeque::new()),
             work_ready: Condvar::new(),
             idle_threads: AtomicUsize::new(0),
+            fetch_tokens: AtomicU64::new(1),
             idle_wakeup: tokio::sync::Notify::new(),
             slots: Mutex::new(Vec::new()),
             working_lists: Mutex::new(Vec::new()),
@@ -251,6 +254,10 @@ pub struct Fetcher {
     /// Jobs whose failure could not be filed (Redis was unreachable). They are still in the working
     /// list; they go back to their queue on the next successful round trip.
     stranded: Vec<Unit>,
+    /// A fetch whose outcome is unknown (it failed, maybe after Redis ran it): its token and queue
+    /// order. The batch it may have moved is claimed before the next fetch.
+    unsure: Option<(u64, Vec<usize>)>,
+    tid: String,
     closed: bool,
 }
 
@@ -289,6 +296,8 @@ impl Fetcher {
             rt,
             last_empty_fetch: None,
             stranded: Vec::new(),
+            unsure: None,
+            tid: tid.to_owned(),
             closed: false,
         })
     }
@@ -317,8 +326,10 @@ impl Fetcher {
             if let Some(unit) = lock(&self.shared.handoff).pop_front() {
                 return Ok(Some(start(&mut lock(&self.slot), unit)));
             }
-            // Ask Redis when we have acks to write (work is flowing) or have not asked for a while.
+            // Ask Redis when we have acks to write (work is flowing), may have lost a batch, or have
+            // not asked for a while.
             let due = !lock(&self.slot).acks.is_empty()
+                || self.unsure.is_some()
                 || self
                     .last_empty_fetch
                     .is_none_or(|t| t.elapsed() >= IDLE_RECHECK);
@@ -370,6 +381,12 @@ impl Fetcher {
     }
 
     /// One `fetch.lua` call: writes pending acks, takes up to `max` jobs.
+    ///
+    /// A call that fails may still have run in Redis, its reply lost (Redis stopped or the connection
+    /// broke after the script ran): its batch then sits in this fetcher's working list, where nothing
+    /// would ever run it while the process lives. So each call carries a token that the script marks
+    /// with the batch it took, and after a failure the next call first claims that batch, if the mark
+    /// shows the lost call did take one.
     fn fetch_batch(&mut self, max: usize) -> Result<Vec<Unit>> {
         if !self.stranded.is_empty() {
             let stranded = std::mem::take(&mut self.stranded);
@@ -378,12 +395,31 @@ impl Fetcher {
                 return Err(e);
             }
         }
+        if let Some((token, order)) = self.unsure.take() {
+            let claimed = self.rt.block_on(claim_lost_batch(
+                &mut self.conn,
+                &self.shared,
+                &self.tid,
+                token,
+                &order,
+                &self.working,
+            ));
+            match claimed {
+                Ok(units) if !units.is_empty() => return Ok(units),
+                Ok(_) => {}
+                Err(e) => {
+                    self.unsure = Some((token, order));
+                    return Err(e);
+                }
+            }
+        }
         let acks = {
             let mut s = lock(&self.slot);
             s.oldest_ack = None;
             std::mem::take(&mut s.acks)
         };
         let order = self.shared.order.draw();
+        let token = self.shared.fetch_tokens.fetch_add(1, Ordering::Relaxed);
         let result = self.rt.block_on(fetch_script(
             &mut self.conn,
             &self.shared,
@@ -391,10 +427,14 @@ impl Fetcher {
             &self.working,
             &acks,
             max,
+            (&self.tid, token),
         ));
         match result {
             Ok(units) => Ok(units),
             Err(e) => {
+                if max > 0 {
+                    self.unsure = Some((token, order));
+                }
                 // The acks may not have been written; keep them for the next call (an ack written
                 // twice is harmless: LREM finds nothing the second time).
                 let mut s = lock(&self.slot);
@@ -506,6 +546,7 @@ fn start(slot: &mut Slot, unit: Unit) -> (String, Vec<u8>) {
     job
 }
 
+/// `mark`: the fetcher's field in the fetch marks and this call's token.
 async fn fetch_script(
     conn: &mut Conn,
     shared: &FetchShared,
@@ -513,12 +554,14 @@ async fn fetch_script(
     working: &[String],
     acks: &[Unit],
     max: usize,
+    mark: (&str, u64),
 ) -> Result<Vec<Unit>> {
     let keys = shared.redis.keys();
     let script = &*scripts::FETCH;
     let mut inv = script.prepare_invoke();
     inv.key(keys.stat_processed())
-        .key(keys.stat_processed_on(&utc_date()));
+        .key(keys.stat_processed_on(&utc_date()))
+        .key(keys.fetch_marks(&shared.identity));
     for &q in order {
         inv.key(keys.queue(shared.order.name(q))).key(&working[q]);
     }
@@ -528,7 +571,9 @@ async fn fetch_script(
     inv.arg(max)
         .arg(shared.concurrency)
         .arg(order.len())
-        .arg(STATS_TTL_SECS);
+        .arg(STATS_TTL_SECS)
+        .arg(mark.0)
+        .arg(mark.1);
     for ack in acks {
         inv.arg(&ack.raw);
     }
@@ -554,10 +599,66 @@ async fn fetch_script(
         .collect())
 }
 
+/// The batch a fetch call with `token` moved into this fetcher's working list, if it moved one: the
+/// call's reply was lost, so nobody holds those jobs. They are the leftmost of the working list (only
+/// this fetcher's fetches push there, and nothing else knows them to remove them); returned oldest
+/// first, as the call would have returned them.
+async fn claim_lost_batch(
+    conn: &mut Conn,
+    shared: &FetchShared,
+    tid: &str,
+    token: u64,
+    order: &[usize],
+    working: &[String],
+) -> Result<Vec<Unit>> {
+    let marks = shared.redis.keys().fetch_marks(&shared.identity);
+    let mark: Option<String> = conn.cmd(redis::cmd("HGET").arg(&marks).arg(tid)).await?;
+    let mut fields = mark
+        .as_deref()
+        .unwrap_or("")
+        .split(' ')
+        .map(str::parse::<u64>);
+    let (Some(Ok(marked)), Some(Ok(pair)), Some(Ok(count))) =
+        (fields.next(), fields.next(), fields.next())
+    else {
+        return Ok(Vec::new());
+    };
+    let position = usize::try_from(pair)
+        .ok()
+        .and_then(|p| p.checked_sub(1))
+        .and_then(|p| order.get(p).copied());
+    let Some(position) = position.filter(|_| marked == token && count > 0) else {
+        return Ok(Vec::new());
+    };
+    let mut raws: Vec<Vec<u8>> = conn
+        .cmd(
+            redis::cmd("LRANGE")
+                .arg(&working[position])
+                .arg(0)
+                .arg(count - 1),
+        )
+        .await?;
+    raws.reverse();
+    let queue = shared.order.name(position);
+    tracing::warn!(
+        queue = %queue,
+        jobs = raws.len(),
+        "a fetch's reply was lost; its jobs are taken from the working list"
+    );
+    Ok(raws
+        .into_iter()
+        .map(|raw| Unit {
+            queue: queue.to_owned(),
+            raw,
+            working: working[position].clone(),
+        })
+        .collect())
+}
+
 /// Writes acknowledgements only (a fetch of zero jobs).
 pub(crate) async fn write_acks(conn: &mut Conn, shared: &FetchShared, acks: &[Unit]) -> Result<()> {
     for chunk in acks.chunks(500) {
-        fetch_script(conn, shared, &[], &[], chunk, 0).await?;
+        fetch_script(conn, shared, &[], &[], chunk, 0, ("", 0)).await?;
     }
     Ok(())
 }

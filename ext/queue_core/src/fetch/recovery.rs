@@ -58,8 +58,8 @@ pub async fn beat(
         .collect())
 }
 
-/// Moves every job of `identity`'s working lists back to its queue and forgets the process. Returns
-/// how many jobs moved.
+/// Moves every job of `identity`'s working lists back to its queue and forgets the process (its
+/// working index and fetch marks). Returns how many jobs moved.
 pub async fn recover(conn: &mut Conn, identity: &str) -> Result<usize> {
     let keys = conn.keys().clone();
     let index = keys.working_index(identity);
@@ -76,7 +76,10 @@ pub async fn recover(conn: &mut Conn, identity: &str) -> Result<usize> {
         moved += n;
     }
     let mut pipe = redis::pipe();
-    pipe.cmd("DEL").arg(&index).ignore();
+    pipe.cmd("DEL")
+        .arg(&index)
+        .arg(keys.fetch_marks(identity))
+        .ignore();
     pipe.cmd("ZREM").arg(keys.alive()).arg(identity).ignore();
     conn.pipe::<()>(&pipe).await?;
     Ok(moved)
