@@ -64,13 +64,6 @@ RSpec.describe JobQueue::Configuration do
   describe "against a Redis that requires a password" do
     password = "p@ss w:rd/+&x"
 
-    def free_port
-      server = TCPServer.new("127.0.0.1", 0)
-      server.addr[1]
-    ensure
-      server&.close
-    end
-
     let(:dir) { Dir.mktmpdir("queue-password-redis") }
     let(:socket) { File.join(dir, "redis.sock") }
     let(:port) { free_port }

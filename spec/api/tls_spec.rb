@@ -47,20 +47,6 @@ RSpec.describe "rediss:// (TLS)" do
     expect { JobQueue.engine.ping }.to raise_error(JobQueue::ConnectionError)
   end
 
-  def free_port
-    server = TCPServer.new("127.0.0.1", 0)
-    server.addr[1]
-  ensure
-    server&.close
-  end
-
-  def listening?(port)
-    TCPSocket.new("127.0.0.1", port).close
-    true
-  rescue Errno::ECONNREFUSED
-    false
-  end
-
   def write_certificate(dir)
     key = OpenSSL::PKey::RSA.new(2048)
     cert = OpenSSL::X509::Certificate.new

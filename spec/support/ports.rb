@@ -1,0 +1,23 @@
+# frozen_string_literal: true
+
+require "socket"
+
+# For specs that need a redis-server on TCP (TLS, passwords): a free loopback port, and whether a
+# server listens on it yet.
+module Ports
+  def free_port
+    server = TCPServer.new("127.0.0.1", 0)
+    server.addr[1]
+  ensure
+    server&.close
+  end
+
+  def listening?(port)
+    TCPSocket.new("127.0.0.1", port).close
+    true
+  rescue Errno::ECONNREFUSED
+    false
+  end
+end
+
+RSpec.configure { |c| c.include Ports }
