@@ -32,12 +32,7 @@ const BATCH: usize = 100;
 
 /// Takes or renews the scheduler lease. True if this process is the leader.
 pub async fn lead(conn: &mut Conn, identity: &str) -> Result<bool> {
-    let mut inv = scripts::LEADER.prepare_invoke();
-    inv.key(conn.keys().scheduler_lock())
-        .arg(identity)
-        .arg(LEASE.as_millis() as u64);
-    let won: i64 = conn.script(&inv).await?;
-    Ok(won == 1)
+    Ok(poll(conn, identity).await?.is_some())
 }
 
 /// One poll: takes or renews the lease; `None` if another process leads, else how many jobs are due.

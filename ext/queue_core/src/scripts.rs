@@ -20,5 +20,4 @@ script!(REQUEUE, "requeue.lua");
 script!(BEAT, "beat.lua");
 script!(ENQUEUE_DUE, "enqueue_due.lua");
 script!(DUE, "due.lua");
-script!(LEADER, "leader.lua");
 script!(RELEASE, "release.lua");
