@@ -8,7 +8,7 @@ Gem::Specification.new do |spec|
   spec.summary = "Background jobs for Rails on Sidekiq's Redis format, with a Rust engine"
   spec.description = <<~DESC
     A Sidekiq-compatible job server whose engine is Rust: reliable fetch (no job lost when a process
-    dies), atomic scheduling, batched acknowledgements, and Sidekiq's wire format, so Sidekiq's client,
+    dies, and only running jobs re-run), atomic punctual scheduling, batched fetches, and Sidekiq's wire format, so Sidekiq's client,
     API and dashboard keep working against the same Redis.
   DESC
   spec.authors = ["queue contributors"]

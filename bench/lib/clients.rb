@@ -45,13 +45,23 @@ module Bench
     # Pushes `count` blank jobs for `kind` (:sidekiq or :queue) with its own bulk client, in batches
     # of 1000 (not timed; the throughput benchmark's setup).
     def push_blank_jobs(kind, count)
-      count.times.each_slice(1000) do |slice|
-        args = Array.new(slice.size) { [] }
-        case kind
-        when :sidekiq then Sidekiq::Client.push_bulk("class" => SIDEKIQ_CLASS, "args" => args)
-        when :queue then JobQueue::Client.push_bulk("class" => QUEUE_CLASS, "args" => args)
-        end
-      end
+      klass = {sidekiq: SIDEKIQ_CLASS, queue: QUEUE_CLASS}.fetch(kind)
+      count.times.each_slice(1000) { |slice| push_bulk(kind, "class" => klass, "args" => Array.new(slice.size) { [] }) }
+    end
+
+    # One job pushed with `kind`'s client (Sidekiq::Client.push or JobQueue::Client.push): a job hash
+    # in Sidekiq's format, the class given by name. With "at" it is scheduled, as `perform_in` does.
+    def push(kind, item)
+      client(kind).push(item)
+    end
+
+    # Jobs pushed with `kind`'s bulk client; "args" holds one argument list per job.
+    def push_bulk(kind, items)
+      client(kind).push_bulk(items)
+    end
+
+    def client(kind)
+      {sidekiq: Sidekiq::Client, queue: JobQueue::Client}.fetch(kind)
     end
   end
 end

@@ -20,6 +20,12 @@ module Bench
       sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
     end
 
+    # The nearest-rank percentile `pct` (0-100] of `values`: with 100 values, p99 is the second largest.
+    def percentile(values, pct)
+      sorted = values.sort
+      sorted[[(sorted.size * pct / 100.0).ceil - 1, 0].max]
+    end
+
     # The median of each numeric field over a list of result hashes.
     def medians(results, fields)
       fields.to_h { |f| [f, median(results.map { |r| r[f] })] }

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require "rbconfig"
 require_relative "cpu"
+require_relative "server"
 
 module Bench
   # One measured drain: N blank jobs already in `queue:default`, one server process started with
@@ -11,17 +11,11 @@ module Bench
   # Start: the first time LLEN queue:default drops below N (polled every millisecond), which leaves
   # the server's boot (loading Ruby, the gems and the app) out of the time and CPU figures.
   # End: the N-th blank job has finished (bench/apps/blank_counter.rb writes a file), and for queue
-  # also `stat:processed` = N, which its engine writes in the same Lua call that removes the jobs from
-  # its working lists. Sidekiq's BasicFetch has nothing to acknowledge: a job is gone from Redis when
+  # also `stat:processed` = N, which its engine writes in each thread's next fetch call, after the
+  # acknowledgements that thread wrote on the same connection. Sidekiq's BasicFetch has nothing to acknowledge: a job is gone from Redis when
   # BRPOP returns it. Sidekiq keeps its processed count in memory until its 5 s heartbeat or exit, so
   # it is checked (= N) after the server stops, as queue's is.
   class ThroughputRun
-    ROOT = File.expand_path("../..", __dir__)
-    APPS = File.expand_path("../apps", __dir__)
-    COMMANDS = {
-      sidekiq: [RbConfig.ruby, "-S", "sidekiq"],
-      queue: [RbConfig.ruby, File.join(ROOT, "exe", "queue")]
-    }.freeze
     APP_FILES = {sidekiq: "sidekiq_app.rb", queue: "queue_app.rb"}.freeze
     QUEUE_KEY = "queue:default"
     TIMEOUT = 600
@@ -32,22 +26,20 @@ module Bench
       @jobs = jobs
       @concurrency = concurrency
       @done_file = File.join(redis.dir, "#{kind}.done")
-      @log = File.join(redis.dir, "#{kind}.log")
     end
 
     # Returns the measurements as a Hash.
     def call
       prepare
       spawned = monotonic
-      @pid = Process.spawn(env, *COMMANDS.fetch(@kind), "-c", @concurrency.to_s, "-r", File.join(APPS, APP_FILES.fetch(@kind)),
-        chdir: @redis.dir, out: @log, err: [:child, :out])
+      @server = Server.new(@kind, @redis, app: APP_FILES.fetch(@kind), args: ["-c", @concurrency.to_s], env: env).start
       begin
-        wait_for("#{@kind} to take its first job", interval: 0.001) { queue_length < @jobs }
+        @server.wait_for("#{@kind} to take its first job", interval: 0.001, timeout: TIMEOUT) { queue_length < @jobs }
         first = snapshot
-        wait_for("#{@kind} to run all #{@jobs} jobs", interval: 0.002) { finished? }
+        @server.wait_for("#{@kind} to run all #{@jobs} jobs", interval: 0.002, timeout: TIMEOUT) { finished? }
         last = snapshot
       ensure
-        stop_server
+        @server.stop
       end
       verify!
       result(first, last, first[:at] - spawned)
@@ -63,7 +55,7 @@ module Bench
     end
 
     def env
-      {"REDIS_URL" => @redis.url, "BENCH_N" => @jobs.to_s, "BENCH_DONE" => @done_file}
+      {"BENCH_N" => @jobs.to_s, "BENCH_DONE" => @done_file}
     end
 
     def finished?
@@ -80,7 +72,7 @@ module Bench
     def snapshot
       {
         at: monotonic,
-        server: Cpu.process_seconds(@pid),
+        server: Cpu.process_seconds(@server.pid),
         redis: @redis.cpu_seconds,
         machine: Cpu.machine_seconds.first,
         bench: Cpu.self_seconds
@@ -106,34 +98,6 @@ module Bench
       }
     end
 
-    def wait_for(what, interval:)
-      deadline = monotonic + TIMEOUT
-      loop do
-        return if yield
-        raise "#{what}: the server exited early\n#{File.read(@log)}" if exited?
-        raise "#{what}: timed out after #{TIMEOUT}s\n#{File.read(@log)}" if monotonic > deadline
-
-        sleep interval
-      end
-    end
-
-    def exited?
-      @status ||= Process.waitpid2(@pid, Process::WNOHANG)&.last
-      !@status.nil?
-    end
-
-    def stop_server
-      return if exited?
-
-      Process.kill("TERM", @pid)
-      deadline = monotonic + 60
-      sleep 0.05 until exited? || monotonic > deadline
-      return if exited?
-
-      Process.kill("KILL", @pid)
-      Process.wait(@pid)
-    end
-
     # Every job ran exactly once and none failed.
     def verify!
       r = @redis.client
@@ -145,7 +109,7 @@ module Bench
       return if ran == @jobs && processed == @jobs && failed.zero? && left.zero? && failures.zero?
 
       raise "#{@kind}: ran #{ran}, stat:processed #{processed}, stat:failed #{failed}, #{left} left in the queue, " \
-        "#{failures} in retry/dead (expected #{@jobs} run and processed)\n#{File.read(@log)}"
+        "#{failures} in retry/dead (expected #{@jobs} run and processed)\n#{@server.output}"
     end
 
     def monotonic

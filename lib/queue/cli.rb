@@ -4,6 +4,8 @@ require "optparse"
 require "yaml"
 require "erb"
 require_relative "launcher"
+require_relative "migrate_command"
+require_relative "declared_queues"
 
 module JobQueue
   # `bundle exec queue`: parses Sidekiq's flags (and its YAML config file), boots the app, runs a
@@ -24,6 +26,10 @@ module JobQueue
     end
 
     def run(argv)
+      # `queue migrate FROM TO`: rename a queue (lib/queue/migrate_command.rb).
+      return MigrateCommand.new(out: @out).run(argv.drop(1)) { |options| boot(options) } if argv.first == "migrate"
+      return feature(argv.drop(1)) if argv.first == "feature"
+
       options = parse(argv)
       return 0 if options[:exit]
 
@@ -32,6 +38,7 @@ module JobQueue
       JobQueue.server!
       apply(options)
       boot(options)
+      DeclaredQueues.apply(JobQueue.config) # queues of declared ApplicationWorkers (declared_queues.rb)
       launch
     end
 
@@ -48,19 +55,55 @@ module JobQueue
       from_file.merge(flags)
     end
 
+    # `queue feature enable|disable NAME` and `queue feature list`: the feature flags stored in Redis
+    # (`disable_<queue>_deduplication`), with the app loaded by `-r` for its Redis settings.
+    def feature(argv)
+      options = {}
+      args = OptionParser.new do |o|
+        o.banner = "Usage: queue feature enable|disable NAME | list [-r PATH]"
+        o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file that configures Redis") { |v| options[:require] = v }
+      end.parse(argv)
+      action, name = args
+      boot(options) if options[:require]
+      flags = FeatureFlags.new(JobQueue.config)
+      case action
+      when "enable", "disable"
+        raise ArgumentError, "queue feature #{action} needs a flag NAME" if name.to_s.empty?
+
+        flags.public_send(action, name)
+        @out.puts "#{name}: #{action}d"
+      when "list"
+        flags.all.sort.each { |flag, value| @out.puts "#{flag}=#{value}" }
+      else
+        raise ArgumentError, "unknown feature action #{action.inspect}; use enable, disable or list"
+      end
+      0
+    end
+
     private
 
     def option_parser(opts)
       OptionParser.new do |o|
-        o.banner = "Usage: queue [options]"
+        o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)"
         o.on("-c", "--concurrency INT", Integer, "processor threads (default 10)") { |v| opts[:concurrency] = v }
-        o.on("-q", "--queue QUEUE[,WEIGHT]", "queue to process, with optional weight; repeatable") { |v| opts[:queues] << v }
-        o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file to load") { |v| opts[:require] = v }
+        o.on("-q", "--queue QUEUE[,WEIGHT]",
+          "queue to process, repeatable (default \"default\").",
+          "An app with ApplicationWorkers defaults to their queues,",
+          "weighted; a namespace (-q cronjob) stands for its queues.",
+          "Without weights queues are served in strict order;",
+          "with any weight, in a random order weighted per fetch",
+          "(unweighted queues weigh 1, so a,1 b,1 share evenly)") { |v| opts[:queues] << v }
+        o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file to load (default .)") { |v| opts[:require] = v }
         o.on("-t", "--timeout NUM", Float, "shutdown timeout in seconds (default 25)") { |v| opts[:timeout] = v }
-        o.on("-C", "--config PATH", "YAML config file") { |v| opts[:config_file] = v }
-        o.on("-e", "--environment ENV", "application environment") { |v| opts[:environment] = v }
-        o.on("-g", "--tag TAG", "process tag shown in the dashboard") { |v| opts[:tag] = v }
-        o.on("-v", "--verbose", "debug logging") { opts[:verbose] = true }
+        o.on("-C", "--config PATH", "YAML config file (default config/queue.yml or config/sidekiq.yml in the app directory)") { |v| opts[:config_file] = v }
+        o.on("-e", "--environment ENV", "application environment (default RAILS_ENV or RACK_ENV)") { |v| opts[:environment] = v }
+        o.on("-g", "--tag TAG", "process tag shown in the dashboard (default: the Rails app's directory name)") { |v| opts[:tag] = v }
+        o.on("--max-batch INT", Integer, "most jobs one fetch takes for one thread, 1..1000 (default 20)") do |v|
+          raise OptionParser::InvalidArgument, "#{v} (must be #{Configuration::MAX_BATCH_RANGE})" unless Configuration::MAX_BATCH_RANGE.cover?(v)
+
+          opts[:max_batch] = v
+        end
+        o.on("-v", "--verbose", "debug logging (default info)") { opts[:verbose] = true }
         o.on("-V", "--version", "print version and exit") do
           @out.puts "queue #{VERSION}"
           opts[:exit] = true
@@ -89,7 +132,7 @@ module JobQueue
       env = environment || ENV["RAILS_ENV"] || ENV["RACK_ENV"]
       section = env && data.delete(env.to_sym)
       data = data.merge(section.transform_keys { |k| k.to_s.delete_prefix(":").to_sym }) if section.is_a?(Hash)
-      data[:queues] = data[:queues].map { |q| q.is_a?(Array) ? q.join(",") : q.to_s } if data[:queues]
+      data[:queues] = Array(data[:queues]).map { |q| q.is_a?(Array) ? q : q.to_s } if data[:queues]
       data.slice(:concurrency, :queues, :timeout, :tag, :require, :verbose, :environment, :max_batch)
     end
 

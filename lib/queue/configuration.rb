@@ -15,6 +15,8 @@ module JobQueue
   class Configuration
     DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
     DEFAULT_JOB_OPTIONS = {"retry" => true, "queue" => "default"}.freeze
+    MAX_BATCH_RANGE = (1..1000).freeze
+    MAX_WEIGHT = 1_000_000
 
     attr_reader :concurrency, :timeout, :max_batch, :queues, :namespace
     attr_reader :error_handlers, :death_handlers, :client_middleware_chain, :server_middleware_chain
@@ -27,6 +29,7 @@ module JobQueue
       @timeout = 25
       @max_batch = 20
       @queues = [["default", 1]]
+      @strict_order = true
       @tag = ""
       @labels = []
       @error_handlers = [method(:log_error)]
@@ -48,6 +51,19 @@ module JobQueue
       @redis = options
       self.namespace = options[:namespace] if options.key?(:namespace)
       @engine = nil
+    end
+
+    # Feature flags for deduplication (`disable_<queue>_deduplication`): a callable `->(name) { bool }`.
+    # By default the flags kept in Redis (`queue feature enable NAME`), which a push reads inside its
+    # own script.
+    def feature_flag
+      @feature_flag ||= FeatureFlags.new(self)
+    end
+
+    def feature_flag=(callable)
+      raise ArgumentError, "feature_flag must respond to call(name), got #{callable.inspect}" unless callable.nil? || callable.respond_to?(:call)
+
+      @feature_flag = callable
     end
 
     def redis
@@ -94,15 +110,19 @@ module JobQueue
       @timeout = seconds
     end
 
-    # Most jobs one fetch takes for one thread when a queue is deep (fewer when it is shallow).
+    # The most jobs one fetch may take for one processor thread (an upper bound: the engine takes fewer
+    # when a queue is shallow or its jobs are slow).
     def max_batch=(n)
-      raise ArgumentError, "max_batch must be a positive Integer, got #{n.inspect}" unless n.is_a?(Integer) && n.positive?
+      raise ArgumentError, "max_batch must be an Integer in #{MAX_BATCH_RANGE}, got #{n.inspect}" unless n.is_a?(Integer) && MAX_BATCH_RANGE.cover?(n)
 
       @max_batch = n
     end
 
-    # Queues in priority order, each "name" or "name,weight" (or [name, weight]). With weights a queue
-    # is tried first in proportion to its weight; without, the order is strict.
+    # Queues in priority order, each "name" or "name,weight" (or [name, weight]), with Sidekiq 6.4's
+    # rules. Without weights the order is strict: a queue is served only while every queue before it is
+    # empty. Once any queue has a weight (a whole number), each fetch draws a random order in which
+    # a queue comes first in proportion to its weight; a queue without one weighs 1, so equal
+    # weights share evenly. Weight 0 counts as 1 and on its own keeps the order strict.
     def queues=(list)
       parsed = Array(list).map { |spec| parse_queue(spec) }
       raise ArgumentError, "at least one queue is needed" if parsed.empty?
@@ -111,7 +131,19 @@ module JobQueue
       dup = names.find { |n| names.count(n) > 1 }
       raise ArgumentError, "queue #{dup.inspect} is listed twice" if dup
 
-      @queues = parsed
+      @strict_order = parsed.none? { |_, weight| weight&.positive? }
+      @queues = parsed.map { |name, weight| [name, [weight.to_i, 1].max] }
+      @queues_set = true
+    end
+
+    # True once queues were set (by -q, a config file or the app); else the server picks its defaults.
+    def queues_set?
+      @queues_set == true
+    end
+
+    # True when every fetch tries the queues in the order listed (no queue was given a weight).
+    def strict_order?
+      @strict_order
     end
 
     def queue_names
@@ -153,15 +185,24 @@ module JobQueue
 
     private
 
+    # [name, weight] with weight nil when none was given.
     def parse_queue(spec)
-      name, weight = spec.is_a?(Array) ? spec : spec.to_s.split(",", 2)
+      name, weight, *extra = spec.is_a?(Array) ? spec : spec.to_s.split(",", 2)
+      raise ArgumentError, "queue #{spec.inspect}: expected [name, weight]" if extra.any?
+
       name = name.to_s.strip
       raise ArgumentError, "queue name must not be empty (in #{spec.inspect})" if name.empty?
 
-      weight = weight.nil? ? 1 : Integer(weight.to_s.strip, exception: false)
-      raise ArgumentError, "queue weight must be a positive Integer (in #{spec.inspect})" unless weight.is_a?(Integer) && weight.positive?
+      [name, weight.nil? ? nil : parse_weight(weight, spec)]
+    end
 
-      [name, weight]
+    # A whole number 0..MAX_WEIGHT, given as an Integer or as decimal digits. Sidekiq's `to_i` would
+    # read "x", "-1" or "1.5" as some weight; a typo here should not silently reorder queues.
+    def parse_weight(weight, spec)
+      digits = weight.is_a?(Integer) ? weight.to_s : weight.to_s.strip
+      return digits.to_i if digits.match?(/\A\d+\z/) && digits.to_i <= MAX_WEIGHT
+
+      raise ArgumentError, "queue weight must be a whole number from 0 to #{MAX_WEIGHT}, got #{weight.inspect} (in #{spec.inspect})"
     end
 
     def log_error(error, context)

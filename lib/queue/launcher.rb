@@ -22,7 +22,7 @@ module JobQueue
 
     def run
       @server = @config.engine.start_server(
-        @identity, @config.queues, @config.concurrency, @config.max_batch, info_json, true
+        @identity, @config.queues, @config.strict_order?, @config.concurrency, @config.max_batch, info_json, true
       )
       @processors = Array.new(@config.concurrency) { |i| Processor.new(self, @server, @config, i).start }
       @config.logger.info("queue #{VERSION} started as #{@identity}: #{@config.concurrency} threads on #{queue_summary}")
@@ -93,7 +93,9 @@ module JobQueue
     end
 
     def queue_summary
-      @config.queues.map { |name, weight| weight == 1 ? name : "#{name},#{weight}" }.join(" ")
+      return "#{@config.queue_names.join(" ")} (strict order)" if @config.strict_order?
+
+      "#{@config.queues.map { |name, weight| "#{name},#{weight}" }.join(" ")} (weighted random order)"
     end
 
     def hostname

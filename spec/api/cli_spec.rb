@@ -36,6 +36,28 @@ RSpec.describe JobQueue::CLI do
       expect(out).to include("--concurrency", "--queue", "--require", "--timeout", "--config", "--environment", "--tag", "--version")
     end
 
+    it "shows each option's default and how weights order the queues in -h" do
+      _, out, = run_exe(exe, "-h")
+      expect(out).to match(/--concurrency INT .*\(default 10\)/)
+      expect(out).to match(/--timeout NUM .*\(default 25\)/)
+      expect(out).to match(/--queue QUEUE\[,WEIGHT\] .*\(default "default"\)/)
+      expect(out).to match(/--max-batch INT .*1\.\.1000 \(default 20\)/)
+      expect(out).to match(/--require .*\(default \.\)/)
+      expect(out).to include("strict order", "a,1 b,1 share evenly")
+    end
+
+    it "exits non-zero on a --max-batch outside 1..1000, saying so" do
+      status, _, err = run_exe(exe, "--max-batch", "0")
+      expect(status.exitstatus).not_to eq(0)
+      expect(err).to eq("queue: invalid argument: --max-batch 0 (must be 1..1000)\n")
+    end
+
+    it "exits non-zero on a badly weighted queue, naming it" do
+      status, _, err = run_exe(exe, "-q", "a,-1")
+      expect(status.exitstatus).not_to eq(0)
+      expect(err).to eq("queue: queue weight must be a whole number from 0 to 1000000, got \"-1\" (in \"a,-1\")\n")
+    end
+
     it "exits non-zero on an unknown flag, saying which" do
       status, out, err = run_exe(exe, "--frobnicate")
       expect(status.exitstatus).not_to eq(0)
@@ -70,6 +92,7 @@ RSpec.describe JobQueue::CLI do
           ---
           :concurrency: 5
           :timeout: 8
+          :max_batch: 50
           :tag: <%= "from" + "-erb" %>
           :queues:
             - critical
@@ -89,25 +112,54 @@ RSpec.describe JobQueue::CLI do
 
     it "reads the top-level settings, [name, weight] queues included" do
       expect(cli.parse(["-C", @config_file])).to include(
-        concurrency: 5, timeout: 8, tag: "from-erb", queues: ["critical", "default,2", "low,1"]
+        concurrency: 5, timeout: 8, max_batch: 50, tag: "from-erb", queues: ["critical", ["default", 2], ["low", 1]]
       )
     end
 
     it "lets the -e environment's section override them" do
       options = cli.parse(["-C", @config_file, "-e", "production"])
-      expect(options).to include(concurrency: 20, timeout: 8, queues: ["urgent,3", "default"], environment: "production")
+      expect(options).to include(concurrency: 20, timeout: 8, queues: [["urgent", 3], "default"], environment: "production")
       expect(options).not_to have_key(:production)
     end
 
     it "lets flags win over the file" do
-      options = cli.parse(["-C", @config_file, "-e", "production", "-c", "3", "-q", "only,2", "-q", "also", "-t", "4"])
-      expect(options).to include(concurrency: 3, timeout: 4.0, queues: ["only,2", "also"])
+      options = cli.parse(["-C", @config_file, "-e", "production", "-c", "3", "-q", "only,2", "-q", "also", "-t", "4", "--max-batch", "7"])
+      expect(options).to include(concurrency: 3, timeout: 4.0, max_batch: 7, queues: ["only,2", "also"])
     end
 
     it "yields queues that the configuration accepts" do
       config = JobQueue::Configuration.new
       config.queues = cli.parse(["-C", @config_file])[:queues]
-      expect(config.queues).to eq([["critical", 1], ["default", 2], ["low", 1]])
+      expect([config.queues, config.strict_order?]).to eq([[["critical", 1], ["default", 2], ["low", 1]], false])
+    end
+  end
+
+  describe "#parse of -q into the configuration" do
+    def configured(*argv)
+      config = JobQueue::Configuration.new
+      config.queues = described_class.new(out: StringIO.new).parse(argv)[:queues]
+      [config.queues, config.strict_order?]
+    end
+
+    it "orders strictly without weights, or with weight 0 alone" do
+      expect(configured("-q", "a", "-q", "b")).to eq([[["a", 1], ["b", 1]], true])
+      expect(configured("-q", "a,0", "-q", "b")).to eq([[["a", 1], ["b", 1]], true])
+    end
+
+    it "draws a weighted order once any queue has a weight, equal ones included" do
+      expect(configured("-q", "a,1", "-q", "b,1")).to eq([[["a", 1], ["b", 1]], false])
+      expect(configured("-q", "a,3", "-q", "b")).to eq([[["a", 3], ["b", 1]], false])
+      expect(configured("-q", "a,0", "-q", "b,2")).to eq([[["a", 1], ["b", 2]], false])
+    end
+
+    it "reads [name, weight] and \"name,weight\" entries of a YAML file alike" do
+      Dir.mktmpdir("queue-cli-weights") do |dir|
+        file = File.join(dir, "queue.yml")
+        File.write(file, ":queues:\n  - [a, 1]\n  - \"b,1\"\n  - c\n")
+        expect(configured("-C", file)).to eq([[["a", 1], ["b", 1], ["c", 1]], false])
+        File.write(file, ":queues:\n  - [a, 0]\n  - b\n")
+        expect(configured("-C", file)).to eq([[["a", 1], ["b", 1]], true])
+      end
     end
   end
 end

@@ -155,20 +155,59 @@ RSpec.describe JobQueue::Configuration do
       end
     end
 
-    it "parses queues with optional weights, as strings or pairs" do
-      config.queues = ["critical,3", "default", " low , 2 ", ["bulk", 4]]
-      expect(config.queues).to eq([["critical", 3], ["default", 1], ["low", 2], ["bulk", 4]])
-      expect(config.queue_names).to eq(%w[critical default low bulk])
+    it "takes max_batch from 1 to 1000 and refuses anything else" do
+      expect(config.max_batch).to eq(20)
+      config.max_batch = 1
+      config.max_batch = 1000
+      expect(config.max_batch).to eq(1000)
+      [0, 1001, -5, 2.5, "20", nil].each do |bad|
+        expect { config.max_batch = bad }.to raise_error(ArgumentError, /max_batch must be an Integer in 1\.\.1000, got #{Regexp.escape(bad.inspect)}/)
+      end
+      expect(config.max_batch).to eq(1000)
     end
 
-    it "refuses empty, duplicated or badly weighted queues" do
+    it "parses queues with optional weights, as strings or pairs" do
+      config.queues = ["critical,3", "default", " low , 2 ", ["bulk", 4], ["tiny", "0"], [:sym]]
+      expect(config.queues).to eq([["critical", 3], ["default", 1], ["low", 2], ["bulk", 4], ["tiny", 1], ["sym", 1]])
+      expect(config.queue_names).to eq(%w[critical default low bulk tiny sym])
+    end
+
+    describe "strict or weighted order (Sidekiq 6.4's rule)" do
+      it "is strict by default and when no queue has a weight" do
+        expect(config.strict_order?).to be(true)
+        config.queues = ["a", ["b"], "c"]
+        expect(config.strict_order?).to be(true)
+      end
+
+      it "is weighted as soon as one queue has a positive weight, equal weights included" do
+        {
+          ["a,1", "b,1"] => [["a", 1], ["b", 1]],
+          ["a", "b,1"] => [["a", 1], ["b", 1]],
+          ["a,3", "b"] => [["a", 3], ["b", 1]],
+          [["a", 5], ["b", 3], ["c", 2]] => [["a", 5], ["b", 3], ["c", 2]]
+        }.each do |specs, queues|
+          config.queues = specs
+          expect([config.queues, config.strict_order?]).to eq([queues, false]), specs.inspect
+        end
+      end
+
+      it "counts weight 0 as 1, which on its own keeps the order strict" do
+        config.queues = ["a,0", ["b", 0], "c"]
+        expect([config.queues, config.strict_order?]).to eq([[["a", 1], ["b", 1], ["c", 1]], true])
+        config.queues = ["a,0", "b,2"]
+        expect([config.queues, config.strict_order?]).to eq([[["a", 1], ["b", 2]], false])
+      end
+    end
+
+    it "refuses empty, duplicated or badly weighted queues, naming the spec" do
       expect { config.queues = [] }.to raise_error(ArgumentError, /at least one/)
       expect { config.queues = ["a", "a,2"] }.to raise_error(ArgumentError, /"a" is listed twice/)
       expect { config.queues = [",2"] }.to raise_error(ArgumentError, /empty/)
-      ["a,0", "a,-1", "a,x", "a,1.5"].each do |bad|
-        expect { config.queues = [bad] }.to raise_error(ArgumentError, /weight/)
+      expect { config.queues = [["a", 2, 3]] }.to raise_error(ArgumentError, /\["a", 2, 3\]: expected \[name, weight\]/)
+      ["a,-1", "a,x", "a,1.5", "a,", "a,1,2", "a,0x10", "a,1000001", ["a", -1], ["a", 2.0], ["a", "two"]].each do |bad|
+        expect { config.queues = ["ok,2", bad] }.to raise_error(ArgumentError, /weight must be a whole number from 0 to 1000000, got .* \(in #{Regexp.escape(bad.inspect)}\)/)
       end
-      expect(config.queues).to eq([["default", 1]])
+      expect([config.queues, config.strict_order?]).to eq([[["default", 1]], true])
     end
   end
 

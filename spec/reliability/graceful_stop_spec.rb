@@ -36,9 +36,24 @@ RSpec.describe "graceful stop (TERM) with jobs running" do
     expect(redis.exists?(identity)).to be(false)
   end
 
+  # Quick jobs first, then `count` blocking ones, all queued before the server starts: each thread
+  # times the quick ones, so it fetches in batches, and the first batch to reach the blocking jobs takes
+  # several of them (a fair share of a queue that still holds them all).
+  def start_warmed_server_with_blocking_jobs(count, timeout:)
+    warm_ups = 40
+    warm_ups.times { ReliabilityBlockingWorker.perform_async("warm-up") }
+    jids = Array.new(count) { |i| ReliabilityBlockingWorker.perform_async("job #{i}") }
+    pushed = redis.lrange("queue:default", 0, -1).reject { |raw| JSON.parse(raw)["args"] == ["warm-up"] }
+    server = start_server("reliability_block.rb", "-c", "4", "-t", timeout.to_s)
+    wait_until("the quick jobs to run and 4 blocking ones to start") do
+      redis.llen("warmed") == warm_ups && redis.llen("started") == 4
+    end
+    [server, jids, pushed]
+  end
+
   %w[TERM INT].each do |signal|
     it "puts back the running and the prefetched jobs when the timeout runs out, and exits 0 (#{signal})" do
-      server, jids, pushed = start_blocking_jobs(12, timeout: 1)
+      server, jids, pushed = start_warmed_server_with_blocking_jobs(12, timeout: 1)
       identity = identity_of(server)
       # The threads took batches: besides the 4 running jobs, some wait in memory (prefetched).
       wait_until("jobs to be prefetched beyond the running ones") { held_jobs(identity) > 4 }

@@ -61,6 +61,12 @@ module ReliabilityHelpers
     redis.lrange(key, 0, -1).map { |raw| JSON.parse(raw) }
   end
 
+  # The nearest-rank percentile `pct` (0-100] of `values`: with 40 values, p99 is the largest.
+  def percentile(values, pct)
+    sorted = values.sort
+    sorted[[(sorted.size * pct / 100.0).ceil - 1, 0].max]
+  end
+
   def report(line)
     RSpec.configuration.reporter.message(line)
   end

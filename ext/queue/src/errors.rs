@@ -20,11 +20,13 @@ static INVALID_JOB: Lazy<ExceptionClass> = Lazy::new(|ruby| job_queue_class(ruby
 pub fn to_ruby(e: queue_core::Error) -> Error {
     let ruby = Ruby::get().expect("engine errors are raised on a Ruby thread");
     let class = match &e {
-        queue_core::Error::Connection(_) => ruby.get_inner(&CONNECTION),
-        queue_core::Error::Redis(_) => ruby.get_inner(&REDIS),
+        e if e.is_connection() => ruby.get_inner(&CONNECTION),
+        queue_core::Error::Redis { .. } => ruby.get_inner(&REDIS),
         queue_core::Error::InvalidArgument(_) => ruby.exception_arg_error(),
         queue_core::Error::InvalidJob(_) => ruby.get_inner(&INVALID_JOB),
-        queue_core::Error::Closed(_) => ruby.get_inner(&BASE),
+        queue_core::Error::Connection { .. }
+        | queue_core::Error::Closed { .. }
+        | queue_core::Error::Incomplete { .. } => ruby.get_inner(&BASE),
     };
     Error::new(class, e.to_string())
 }

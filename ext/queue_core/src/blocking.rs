@@ -1,10 +1,11 @@
-//! Blocking access for callers that are not async (the Ruby binding, scripts, tests), on the caller's
-//! own thread: never a thread hop.
+//! Blocking access for callers that are not async (the Ruby binding, fetchers, scripts, tests), on the
+//! caller's own thread: never a thread hop.
 //!
-//! [`SyncConn`] is a plain synchronous connection for one-command calls such as a client push: a
-//! write and a read, nothing else (about 7 µs of CPU a call here, against ~20 µs through a runtime and
-//! a multiplexed connection). [`BlockingConn`] drives any async engine operation on a current-thread
-//! runtime, for the rest.
+//! [`SyncConn`] is a plain synchronous connection: a write and a read per call, nothing else (about
+//! 7 µs of CPU a call here, against ~20 µs through a runtime and a multiplexed connection). The Ruby
+//! client pushes on one per thread, and each fetcher runs on one, where it also writes commands whose
+//! replies are switched off (acknowledgements) without waiting. [`BlockingConn`] drives any async
+//! engine operation on a current-thread runtime, for the rest (reads such as `stats`).
 
 use redis::{ConnectionLike, FromRedisValue};
 
@@ -47,10 +48,10 @@ impl SyncConn {
         let conn = self
             .conn
             .as_mut()
-            .ok_or_else(|| Error::Connection("not connected".to_owned()))?;
+            .ok_or_else(|| Error::connection("not connected"))?;
         op(conn).map_err(|e| {
             let err = Error::from(e);
-            if matches!(err, Error::Connection(_)) {
+            if err.is_connection() {
                 self.conn = None;
             }
             err
@@ -63,6 +64,29 @@ impl SyncConn {
 
     pub fn cmd<T: FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T> {
         self.run(|c| cmd.query(c))
+    }
+
+    /// Runs a Lua script by its SHA, loading it first if the server does not have it.
+    pub fn script<T: FromRedisValue>(
+        &mut self,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Result<T> {
+        self.run(|c| invocation.invoke(c))
+    }
+
+    /// Writes commands whose replies are switched off (`CLIENT REPLY SKIP`), without reading
+    /// anything, on the connection already open. Never dials: a caller that must not block on a
+    /// connect (it holds the GVL) keeps the bytes for later instead.
+    pub fn send_unreplied(&mut self, packed: &[u8]) -> Result<()> {
+        if self.conn.as_ref().is_none_or(|c| !c.is_open()) {
+            return Err(Error::connection("not connected"));
+        }
+        self.run(|c| c.send_packed_command(packed))
+    }
+
+    /// Like [`SyncConn::send_unreplied`], dialling first if there is no connection.
+    pub fn send_dialling(&mut self, packed: &[u8]) -> Result<()> {
+        self.run(|c| c.send_packed_command(packed))
     }
 }
 
@@ -77,7 +101,7 @@ impl BlockingConn {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Error::Closed(format!("cannot start a runtime: {e}")))?;
+            .map_err(|e| Error::closed_by("cannot start a runtime", e))?;
         Ok(BlockingConn {
             rt,
             conn: redis.conn(),

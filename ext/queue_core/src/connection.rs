@@ -113,10 +113,10 @@ impl Redis {
             .inner
             .client
             .get_connection_with_timeout(self.inner.config.connect_timeout)
-            .map_err(|e| Error::Connection(e.to_string()))?;
+            .map_err(Error::from)?;
         conn.set_read_timeout(Some(RESPONSE_TIMEOUT))
             .and_then(|_| conn.set_write_timeout(Some(RESPONSE_TIMEOUT)))
-            .map_err(|e| Error::Connection(e.to_string()))?;
+            .map_err(Error::from)?;
         Ok(conn)
     }
 
@@ -133,7 +133,7 @@ impl Redis {
             .client
             .get_multiplexed_async_connection_with_config(&cfg)
             .await
-            .map_err(|e| Error::Connection(e.to_string()))
+            .map_err(Error::from)
     }
 }
 
@@ -166,13 +166,13 @@ impl Conn {
         }
         self.conn
             .as_mut()
-            .ok_or_else(|| Error::Connection("not connected".to_owned()))
+            .ok_or_else(|| Error::connection("not connected"))
     }
 
     fn check<T>(&mut self, result: redis::RedisResult<T>) -> Result<T> {
         result.map_err(|e| {
             let err = Error::from(e);
-            if matches!(err, Error::Connection(_)) {
+            if err.is_connection() {
                 self.conn = None;
                 self.client_id = None;
             }

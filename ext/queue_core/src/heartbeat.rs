@@ -5,7 +5,6 @@
 //! `<identity>:work` (6.5+/7.x), each thread id → `{"queue", "payload" (the raw job JSON string),
 //! "run_at"}`; the process hash (`info`, `busy`, `beat`, `rtt_us`, `quiet`, `rss`) with a 60 s expiry;
 //! the identity in `processes`; and it pops one signal a dashboard left in `<identity>-signals`.
-//! Before that it writes acknowledgements that a thread busy with a long job has not written yet.
 
 use std::time::{Duration, Instant};
 
@@ -14,14 +13,12 @@ use serde_json::json;
 use crate::clock::{float_string, now_f64};
 use crate::connection::Conn;
 use crate::error::Result;
-use crate::fetch::{self, FetchShared};
+use crate::fetch::FetchShared;
 
 /// Sidekiq 6.x beats every 5 seconds.
 pub const INTERVAL: Duration = Duration::from_secs(5);
 /// Sidekiq's expiry of the process hash and busy-job hashes; kept as it is.
 pub const EXPIRY_SECS: i64 = 60;
-/// Acks older than this are written by the heartbeat if their thread has not written them.
-const STALE_ACK: Duration = Duration::from_secs(2);
 
 /// One beat. `info_json` is the process description (hostname, pid, queues, …). Returns a signal
 /// name a dashboard asked for, if any.
@@ -30,11 +27,6 @@ pub async fn beat(
     shared: &FetchShared,
     info_json: &str,
 ) -> Result<Option<String>> {
-    let stale = shared.take_stale_acks(STALE_ACK);
-    if !stale.is_empty() {
-        fetch::write_acks(conn, shared, &stale).await?;
-    }
-
     let rtt_start = Instant::now();
     conn.cmd::<String>(&redis::cmd("PING")).await?;
     let rtt_us = rtt_start.elapsed().as_micros() as u64;

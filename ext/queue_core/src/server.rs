@@ -2,8 +2,9 @@
 //!
 //! [`Server::start`] registers the process, beats once (recovering any dead process's jobs before it
 //! takes new ones), then runs on a small shared runtime: the heartbeat (Sidekiq's, every 5 s), the
-//! liveness beat and recovery (every 3 s), the scheduler, and one idle waiter per queue. Processor
-//! threads get their work through [`Server::fetcher`], on their own connections.
+//! liveness beat and recovery (every 3 s), the scheduler (leading: awake when the next job is due and
+//! at least every 25 ms; standing by: every 2 s), and one idle waiter per queue. Processor threads get
+//! their work through [`Server::fetcher`], on their own connections.
 //!
 //! Shutdown is explicit and ordered: [`Server::quiet`] stops handing out work; the processors finish
 //! and close their fetchers (writing acks, requeueing prefetched jobs); [`Server::stop`] then ends the
@@ -19,16 +20,19 @@ use tokio::task::JoinHandle;
 
 use crate::connection::{Conn, Redis};
 use crate::error::{Error, Result};
-use crate::fetch::{self, idle, recovery, FetchShared, Fetcher, QueueOrder};
-use crate::{heartbeat, scheduler};
+use crate::fetch::{calls, idle, FetchShared, Fetcher, QueueOrder};
+use crate::{heartbeat, liveness, scheduler};
 
 /// What a server process is.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// `hostname:pid:<12 hex>`, as Sidekiq forms it.
     pub identity: String,
-    /// Queues with their weights, in priority order.
+    /// Queues with their weights (1 or more), in priority order.
     pub queues: Vec<(String, u32)>,
+    /// Try the queues in the order given on every fetch (Sidekiq's order when no queue has a weight;
+    /// every weight must then be 1). Otherwise each fetch draws an order by weight.
+    pub strict: bool,
     pub concurrency: usize,
     /// Most jobs one fetch takes for one thread.
     pub max_batch: usize,
@@ -54,7 +58,7 @@ impl Server {
                 "concurrency must be at least 1".to_owned(),
             ));
         }
-        let order = QueueOrder::new(config.queues.clone())?;
+        let order = QueueOrder::new(config.queues.clone(), config.strict)?;
         let shared = FetchShared::new(
             redis.clone(),
             &config.identity,
@@ -67,14 +71,14 @@ impl Server {
             .thread_name("queue-engine")
             .enable_all()
             .build()
-            .map_err(|e| Error::Closed(format!("cannot start the engine runtime: {e}")))?;
+            .map_err(|e| Error::closed_by("cannot start the engine runtime", e))?;
 
         let idle_lists = idle::working_lists(&shared);
         shared.add_working_lists(&idle_lists);
         rt.block_on(async {
             let mut conn = redis.conn();
-            recovery::register(&mut conn, &config.identity, &idle_lists).await?;
-            liveness(&mut conn, &shared).await?;
+            liveness::register(&mut conn, &config.identity, &idle_lists).await?;
+            liveness::beat_and_recover(&mut conn, &shared).await?;
             heartbeat::beat(&mut conn, &shared, &config.info_json).await?;
             Ok::<_, Error>(())
         })?;
@@ -96,8 +100,8 @@ impl Server {
                 stop_rx.clone(),
             )));
         }
-        for (working, queue) in idle_lists {
-            tasks.push(rt.spawn(idle::run(shared.clone(), queue, working)));
+        for (index, (working, _)) in idle_lists.into_iter().enumerate() {
+            tasks.push(rt.spawn(idle::run(shared.clone(), index, working)));
         }
         Ok(Server {
             shared,
@@ -115,7 +119,7 @@ impl Server {
 
     fn check_pid(&self) -> Result<()> {
         if std::process::id() != self.pid {
-            return Err(Error::Closed(
+            return Err(Error::closed(
                 "this server belongs to the parent process; start a new one after fork".to_owned(),
             ));
         }
@@ -140,7 +144,8 @@ impl Server {
 
     /// Ends the background work and puts every job this process still holds back on its queue.
     /// Call after the processors have finished or the shutdown timeout ran out. Returns how many jobs
-    /// went back.
+    /// went back. Every step is attempted even when an earlier one failed (a job put back matters
+    /// more than a tidy process list); the error names each step that failed.
     pub fn stop(&self) -> Result<usize> {
         self.check_pid()?;
         self.shared.quiet();
@@ -150,13 +155,27 @@ impl Server {
         self.rt.block_on(async move {
             let mut conn = shared.redis.conn();
             end_tasks(&mut conn, &shared, tasks).await;
-            let acks = shared.take_stale_acks(Duration::ZERO);
-            fetch::write_acks(&mut conn, &shared, &acks).await?;
-            let mut moved = fetch::requeue(&mut conn, &shared.take_handoff()).await?;
-            moved += recovery::recover(&mut conn, &shared.identity).await?;
-            heartbeat::clear(&mut conn, &shared.identity).await?;
-            scheduler::resign(&mut conn, &shared.identity).await?;
-            Ok(moved)
+            let mut failed = Vec::new();
+            let mut moved = 0;
+            match calls::requeue(&mut conn, &shared.take_handoff()).await {
+                Ok(n) => moved += n,
+                Err(e) => failed.push(("put back handed-off jobs", e)),
+            }
+            match liveness::recover(&mut conn, &shared.identity).await {
+                Ok(n) => moved += n,
+                Err(e) => failed.push(("put back held jobs", e)),
+            }
+            if let Err(e) = heartbeat::clear(&mut conn, &shared.identity).await {
+                failed.push(("remove the process from `processes`", e));
+            }
+            if let Err(e) = scheduler::resign(&mut conn, &shared.identity).await {
+                failed.push(("resign the scheduler lease", e));
+            }
+            if failed.is_empty() {
+                Ok(moved)
+            } else {
+                Err(Error::incomplete("stop", failed))
+            }
         })
     }
 }
@@ -187,19 +206,6 @@ fn fetch_lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-async fn liveness(conn: &mut Conn, shared: &FetchShared) -> Result<()> {
-    let dead = recovery::beat(conn, Some(&shared.identity), &shared.working_lists()).await?;
-    for identity in dead {
-        let moved = recovery::recover(conn, &identity).await?;
-        tracing::warn!(
-            process = %identity,
-            jobs = moved,
-            "a process stopped beating; its unfinished jobs are back in their queues"
-        );
-    }
-    Ok(())
-}
-
 async fn beat_loop(
     mut conn: Conn,
     shared: Arc<FetchShared>,
@@ -207,7 +213,7 @@ async fn beat_loop(
     signals: Arc<Mutex<VecDeque<String>>>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut live = tokio::time::interval(recovery::BEAT_INTERVAL);
+    let mut live = tokio::time::interval(liveness::BEAT_INTERVAL);
     let mut sidekiq = tokio::time::interval(heartbeat::INTERVAL);
     live.tick().await;
     sidekiq.tick().await;
@@ -215,7 +221,7 @@ async fn beat_loop(
         tokio::select! {
             _ = stop.changed() => return,
             _ = live.tick() => {
-                if let Err(e) = liveness(&mut conn, &shared).await {
+                if let Err(e) = liveness::beat_and_recover(&mut conn, &shared).await {
                     tracing::warn!(error = %e, "liveness beat failed");
                 }
             }
@@ -228,22 +234,10 @@ async fn beat_loop(
     }
 }
 
+/// Runs [`scheduler::turn`] until stopped, sleeping what each turn says.
 async fn scheduler_loop(mut conn: Conn, identity: String, mut stop: watch::Receiver<bool>) {
     loop {
-        let pause = match scheduler::poll(&mut conn, &identity).await {
-            Ok(Some(0)) => scheduler::POLL,
-            Ok(Some(_)) => {
-                if let Err(e) = scheduler::enqueue_due(&mut conn).await {
-                    tracing::warn!(error = %e, "scheduler failed to enqueue due jobs");
-                }
-                scheduler::POLL
-            }
-            Ok(None) => scheduler::STANDBY,
-            Err(e) => {
-                tracing::warn!(error = %e, "scheduler cannot reach Redis");
-                scheduler::STANDBY
-            }
-        };
+        let pause = scheduler::turn(&mut conn, &identity).await;
         tokio::select! {
             _ = stop.changed() => return,
             _ = tokio::time::sleep(pause) => {}

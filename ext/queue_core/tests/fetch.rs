@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use queue_core::blocking::BlockingConn;
 use queue_core::client;
-use queue_core::fetch::idle;
+use queue_core::fetch::{idle, pace, Fetcher};
 use queue_core::server::Server;
 use queue_core::Redis;
 
@@ -24,11 +24,29 @@ fn push(redis: &Redis, queue: &str, jobs: &[Vec<u8>]) {
 }
 
 /// Takes the next job, failing the test if none comes.
-fn take(fetcher: &mut queue_core::fetch::Fetcher) -> (String, Vec<u8>) {
+fn take(fetcher: &mut Fetcher) -> (String, Vec<u8>) {
     fetcher
         .next(WAIT)
         .expect("fetch")
         .expect("a job should have been fetched")
+}
+
+/// A server with a single processor thread taking the queues in strict order, whose fetcher `t1`
+/// has already timed `warm`'s jobs as quick (so it fetches that queue in batches).
+fn one_thread(
+    redis: &Redis,
+    queues: &[(&str, u32)],
+    max_batch: usize,
+    warm: &str,
+) -> (Server, Fetcher) {
+    let mut config = server_config(IDENTITY, queues);
+    config.concurrency = 1;
+    config.max_batch = max_batch;
+    config.strict = true;
+    let server = Server::start(redis.clone(), config).expect("server starts");
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    warm_up(redis, &mut fetcher, warm);
+    (server, fetcher)
 }
 
 #[test]
@@ -36,15 +54,16 @@ fn pushed_jobs_come_back_in_order_byte_for_byte_and_are_acknowledged() {
     let t = TestRedis::start();
     let redis = t.redis();
     let mut c = t.conn();
-    let jobs: Vec<Vec<u8>> = (1..=3).map(|n| job("default", n)).collect();
-    push(&redis, "default", &jobs);
-    assert_eq!(smembers(&mut c, "queues"), vec!["default"]);
-    assert_eq!(queue_in_run_order(&mut c, "queue:default"), jobs);
-
     let server = Server::start(redis.clone(), server_config(IDENTITY, &[("default", 1)]))
         .expect("server starts");
     let mut fetcher = server.fetcher("t1").expect("fetcher");
     let working = redis.keys().working("default", IDENTITY, "t1");
+    warm_up(&redis, &mut fetcher, "default");
+
+    let jobs: Vec<Vec<u8>> = (1..=3).map(|n| job("default", n)).collect();
+    push(&redis, "default", &jobs);
+    assert_eq!(smembers(&mut c, "queues"), vec!["default"]);
+    assert_eq!(queue_in_run_order(&mut c, "queue:default"), jobs);
 
     let (queue, raw) = take(&mut fetcher);
     assert_eq!(queue, "default");
@@ -72,8 +91,8 @@ fn pushed_jobs_come_back_in_order_byte_for_byte_and_are_acknowledged() {
         "acknowledged jobs left the working list"
     );
     assert_eq!(llen(&mut c, "queue:default"), 0);
-    assert_eq!(counter(&mut c, "stat:processed"), 3);
-    assert_eq!(counter(&mut c, &format!("stat:processed:{}", today())), 3);
+    assert_eq!(counter(&mut c, "stat:processed"), 4);
+    assert_eq!(counter(&mut c, &format!("stat:processed:{}", today())), 4);
     assert_eq!(counter(&mut c, "stat:failed"), 0);
     assert_stat_expiry(
         &mut c,
@@ -107,6 +126,7 @@ fn strict_order_always_takes_from_the_first_non_empty_queue() {
     push(&redis, "critical", std::slice::from_ref(&c1));
 
     let mut config = server_config(IDENTITY, &[("critical", 1), ("default", 1), ("low", 1)]);
+    config.strict = true;
     config.concurrency = 1;
     let server = Server::start(redis.clone(), config).expect("server starts");
     let mut fetcher = server.fetcher("t1").expect("fetcher");
@@ -175,15 +195,10 @@ fn close_puts_prefetched_jobs_back_at_the_head_of_the_queue_in_order() {
     let t = TestRedis::start();
     let redis = t.redis();
     let mut c = t.conn();
+    let (server, mut fetcher) = one_thread(&redis, &[("default", 1)], 5, "default");
+    let working = redis.keys().working("default", IDENTITY, "t1");
     let jobs: Vec<Vec<u8>> = (1..=5).map(|n| job("default", n)).collect();
     push(&redis, "default", &jobs);
-
-    let mut config = server_config(IDENTITY, &[("default", 1)]);
-    config.concurrency = 1;
-    config.max_batch = 5;
-    let server = Server::start(redis.clone(), config).expect("server starts");
-    let mut fetcher = server.fetcher("t1").expect("fetcher");
-    let working = redis.keys().working("default", IDENTITY, "t1");
 
     assert_eq!(take(&mut fetcher).1, jobs[0]);
     assert_eq!(
@@ -209,7 +224,7 @@ fn close_puts_prefetched_jobs_back_at_the_head_of_the_queue_in_order() {
         expected.iter().map(|j| text(j)).collect::<Vec<_>>()
     );
     assert_eq!(llen(&mut c, &working), 0);
-    assert_eq!(counter(&mut c, "stat:processed"), 1);
+    assert_eq!(counter(&mut c, "stat:processed"), 2);
 
     let mut next = server.fetcher("t2").expect("second fetcher");
     for want in &expected {
@@ -217,7 +232,7 @@ fn close_puts_prefetched_jobs_back_at_the_head_of_the_queue_in_order() {
         next.done();
     }
     next.close().expect("close");
-    assert_eq!(counter(&mut c, "stat:processed"), 6);
+    assert_eq!(counter(&mut c, "stat:processed"), 7);
     server.stop().expect("stop");
 }
 
@@ -278,16 +293,16 @@ fn an_idle_thread_takes_unstarted_jobs_from_a_siblings_batch() {
     let t = TestRedis::start();
     let redis = t.redis();
     let mut c = t.conn();
-    let jobs: Vec<Vec<u8>> = (1..=4).map(|n| job("default", n)).collect();
-    push(&redis, "default", &jobs);
-
-    // Concurrency 1 makes the first fetch take the whole shallow queue into t1's batch.
+    // Concurrency 1 makes a fetch take the whole shallow queue into t1's batch.
     let mut config = server_config(IDENTITY, &[("default", 1)]);
     config.concurrency = 1;
     let server = Server::start(redis.clone(), config).expect("server starts");
     let mut busy = server.fetcher("t1").expect("fetcher t1");
     let mut idle = server.fetcher("t2").expect("fetcher t2");
     let t1_working = redis.keys().working("default", IDENTITY, "t1");
+    warm_up(&redis, &mut busy, "default");
+    let jobs: Vec<Vec<u8>> = (1..=4).map(|n| job("default", n)).collect();
+    push(&redis, "default", &jobs);
 
     assert_eq!(text(&take(&mut busy).1), text(&jobs[0]));
     assert_eq!(llen(&mut c, "queue:default"), 0, "t1 holds the whole batch");
@@ -312,7 +327,7 @@ fn an_idle_thread_takes_unstarted_jobs_from_a_siblings_batch() {
     busy.done();
     busy.close().expect("close t1");
     assert_eq!(llen(&mut c, &t1_working), 0);
-    assert_eq!(counter(&mut c, "stat:processed"), 4);
+    assert_eq!(counter(&mut c, "stat:processed"), 5);
 }
 
 #[test]
@@ -335,4 +350,100 @@ fn close_puts_back_a_started_job_that_was_never_settled() {
     );
     assert_eq!(queue_in_run_order(&mut c, "queue:default"), jobs);
     assert_eq!(counter(&mut c, "stat:processed"), 0);
+}
+
+#[test]
+fn an_untimed_queue_is_fetched_one_job_at_a_time() {
+    let t = TestRedis::start();
+    let redis = t.redis();
+    let mut c = t.conn();
+    let mut config = server_config(IDENTITY, &[("default", 1)]);
+    config.concurrency = 1;
+    let server = Server::start(redis.clone(), config).expect("server starts");
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    let jobs: Vec<Vec<u8>> = (1..=5).map(|n| job("default", n)).collect();
+    push(&redis, "default", &jobs);
+
+    assert_eq!(take(&mut fetcher).1, jobs[0]);
+    assert_eq!(
+        llen(&mut c, "queue:default"),
+        4,
+        "nothing is known of the jobs yet"
+    );
+    fetcher.done();
+    // Timed now (a quick job): the next fetch takes the rest.
+    assert_eq!(take(&mut fetcher).1, jobs[1]);
+    assert_eq!(llen(&mut c, "queue:default"), 0);
+    fetcher.close().expect("close");
+    server.stop().expect("stop");
+}
+
+#[test]
+fn a_finished_job_is_acknowledged_before_the_next_call() {
+    let t = TestRedis::start();
+    let redis = t.redis();
+    let mut c = t.conn();
+    let (server, mut fetcher) = one_thread(&redis, &[("default", 1)], 10, "default");
+    let working = redis.keys().working("default", IDENTITY, "t1");
+    let jobs: Vec<Vec<u8>> = (1..=3).map(|n| job("default", n)).collect();
+    push(&redis, "default", &jobs);
+
+    assert_eq!(take(&mut fetcher).1, jobs[0]);
+    assert_eq!(llen(&mut c, &working), 3, "the batch is held");
+    // `done` only writes: no further call of the fetcher is needed for Redis to drop the job, so a
+    // process killed now would not run it again.
+    fetcher.done();
+    wait_for("the acknowledgement to reach Redis", || {
+        llen(&mut c, &working) == 2
+    });
+    let mut held = lrange(&mut c, &working);
+    held.sort();
+    assert_eq!(held, vec![jobs[1].clone(), jobs[2].clone()]);
+    // The reply was switched off: the connection is still in step for the next call.
+    assert_eq!(take(&mut fetcher).1, jobs[1]);
+    fetcher.done();
+    assert_eq!(take(&mut fetcher).1, jobs[2]);
+    fetcher.done();
+    assert_eq!(fetcher.next(Duration::ZERO).expect("fetch"), None);
+    assert_eq!(llen(&mut c, &working), 0);
+    assert_eq!(counter(&mut c, "stat:processed"), 4);
+    fetcher.close().expect("close");
+    server.stop().expect("stop");
+}
+
+#[test]
+fn an_aged_batch_hands_its_unstarted_jobs_back_when_a_higher_queue_has_work() {
+    let t = TestRedis::start();
+    let redis = t.redis();
+    let mut c = t.conn();
+    let (server, mut fetcher) =
+        one_thread(&redis, &[("critical", 1), ("default", 1)], 10, "default");
+    let default_working = redis.keys().working("default", IDENTITY, "t1");
+    let jobs: Vec<Vec<u8>> = (1..=4).map(|n| job("default", n)).collect();
+    push(&redis, "default", &jobs);
+
+    assert_eq!(take(&mut fetcher).1, jobs[0]);
+    assert_eq!(llen(&mut c, &default_working), 4, "a batch of four");
+    let urgent = job("critical", 9);
+    push(&redis, "critical", std::slice::from_ref(&urgent));
+    // The running job takes longer than a batch may age before the higher queues are looked at.
+    std::thread::sleep(pace::LOOK_UP_AFTER * 2);
+    fetcher.done();
+
+    assert_eq!(take(&mut fetcher), ("critical".to_owned(), urgent));
+    // The three unstarted jobs went back to the head of their queue, in their order; the one that
+    // ran was acknowledged.
+    assert_eq!(llen(&mut c, &default_working), 0);
+    assert_eq!(
+        queue_in_run_order(&mut c, "queue:default"),
+        jobs[1..].to_vec()
+    );
+    fetcher.done();
+    for want in &jobs[1..] {
+        assert_eq!(take(&mut fetcher), ("default".to_owned(), want.clone()));
+        fetcher.done();
+    }
+    fetcher.close().expect("close");
+    server.stop().expect("stop");
+    assert_eq!(counter(&mut c, "stat:processed"), 6);
 }

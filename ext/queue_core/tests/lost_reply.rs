@@ -135,15 +135,16 @@ fn a_batch_whose_reply_was_lost_is_taken_by_the_next_fetch_and_nothing_is_left_b
         .arg(include_str!("../src/scripts/fetch.lua"))
         .query(&mut c)
         .expect("SCRIPT LOAD");
-    let jobs: Vec<Vec<u8>> = (1..=3).map(|n| job("default", n)).collect();
-    push(&t.redis(), "default", &jobs);
-
     let mut config = server_config(IDENTITY, &[("default", 1)]);
     config.concurrency = 1;
     config.max_batch = 2;
     let server = Server::start(redis.clone(), config).expect("server starts");
     let mut fetcher = server.fetcher("t1").expect("fetcher");
     let working = redis.keys().working("default", IDENTITY, "t1");
+
+    warm_up(&redis, &mut fetcher, "default");
+    let jobs: Vec<Vec<u8>> = (1..=3).map(|n| job("default", n)).collect();
+    push(&t.redis(), "default", &jobs);
 
     relay.arm();
     let lost = fetcher.next(WAIT);
@@ -174,6 +175,6 @@ fn a_batch_whose_reply_was_lost_is_taken_by_the_next_fetch_and_nothing_is_left_b
 
     assert_eq!(llen(&mut c, "queue:default"), 0);
     assert_eq!(llen(&mut c, &working), 0);
-    assert_eq!(counter(&mut c, "stat:processed"), 3);
+    assert_eq!(counter(&mut c, "stat:processed"), 4);
     assert!(!exists(&mut c, &format!("jq:fetched:{IDENTITY}")));
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use queue_core::blocking::BlockingConn;
 use queue_core::clock::now_f64;
-use queue_core::fetch::{recovery, FetchShared, Fetcher, QueueOrder};
+use queue_core::fetch::{FetchShared, Fetcher, QueueOrder};
+use queue_core::liveness;
 use queue_core::retry::{Failure, RetryIn};
 use queue_core::server::Server;
 use queue_core::{client, heartbeat, scheduler};
@@ -80,7 +81,7 @@ fn every_key_a_job_and_its_process_write_carries_the_namespace() {
     // One job is still running when the process stops.
     take(&mut fetcher);
     let silent = bc
-        .run(async |c| recovery::beat(c, Some(IDENTITY), &[]).await)
+        .run(async |c| liveness::beat(c, Some(IDENTITY), &[]).await)
         .expect("liveness beat");
     assert!(silent.is_empty());
 
@@ -127,7 +128,7 @@ fn heartbeat_busy_jobs_and_signals_carry_the_namespace() {
     let mut bc = BlockingConn::new(&redis).expect("blocking connection");
     bc.run(async |c| client::push(c, "default", &[job("default", 1)]).await)
         .expect("push");
-    let order = QueueOrder::new(vec![("default".to_owned(), 1)]).expect("queue order");
+    let order = QueueOrder::new(vec![("default".to_owned(), 1)], true).expect("queue order");
     let shared = FetchShared::new(redis.clone(), IDENTITY, order, 1, 1);
     let mut fetcher = Fetcher::new(shared.clone(), "t1").expect("fetcher");
     take(&mut fetcher);

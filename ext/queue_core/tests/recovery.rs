@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use queue_core::blocking::BlockingConn;
 use queue_core::client;
-use queue_core::fetch::{recovery, FetchShared, Fetcher, QueueOrder};
+use queue_core::fetch::{FetchShared, Fetcher, QueueOrder};
+use queue_core::liveness;
 use queue_core::server::Server;
 use queue_core::Redis;
 
@@ -47,12 +48,12 @@ fn jobs_of_a_killed_process_go_back_to_their_queue_in_order() {
     let t = TestRedis::start();
     let redis = t.redis();
     let mut c = t.conn();
-    let jobs: Vec<Vec<u8>> = (1..=6).map(|n| job("default", n)).collect();
-    push(&redis, "default", &jobs);
-
     let server = Server::start(redis.clone(), server_config(DEAD, &[("default", 1)]))
         .expect("first server starts");
     let mut fetcher = server.fetcher("t1").expect("fetcher");
+    warm_up(&redis, &mut fetcher, "default");
+    let jobs: Vec<Vec<u8>> = (1..=6).map(|n| job("default", n)).collect();
+    push(&redis, "default", &jobs);
     let (_, running) = fetcher
         .next(Duration::from_secs(5))
         .expect("fetch")
@@ -109,7 +110,7 @@ fn jobs_of_a_killed_process_go_back_to_their_queue_in_order() {
     fetcher.close().expect("close");
     survivor.stop().expect("stop");
     assert_eq!(llen(&mut c, "queue:default"), 0);
-    assert_eq!(counter(&mut c, "stat:processed"), 6);
+    assert_eq!(counter(&mut c, "stat:processed"), 7);
 }
 
 #[test]
@@ -118,12 +119,10 @@ fn recovery_takes_only_silent_processes_and_moves_each_job_once() {
     let redis = t.redis();
     let mut c = t.conn();
     let mut bc = BlockingConn::new(&redis).expect("blocking connection");
-    let jobs: Vec<Vec<u8>> = (1..=4).map(|n| job("default", n)).collect();
-    push(&redis, "default", &jobs);
 
     // Two processes with a fetcher each. Concurrency 2 shares the queue out: the first fetch takes
     // ceil(4 / 2) = 2 jobs, the second ceil(2 / 2) = 1.
-    let order = || QueueOrder::new(vec![("default".to_owned(), 1)]).expect("queue order");
+    let order = || QueueOrder::new(vec![("default".to_owned(), 1)], true).expect("queue order");
     let dead = FetchShared::new(redis.clone(), DEAD, order(), 2, 10);
     let live = FetchShared::new(redis.clone(), LIVE, order(), 2, 10);
     let mut dead_fetcher = Fetcher::new(dead.clone(), "t1").expect("fetcher");
@@ -131,10 +130,14 @@ fn recovery_takes_only_silent_processes_and_moves_each_job_once() {
     for shared in [&dead, &live] {
         let lists = shared.working_lists();
         let seen = bc
-            .run(async |c| recovery::beat(c, Some(&shared.identity), &lists).await)
+            .run(async |c| liveness::beat(c, Some(&shared.identity), &lists).await)
             .expect("beat");
         assert!(seen.is_empty(), "nobody is silent yet: {seen:?}");
     }
+    warm_up(&redis, &mut dead_fetcher, "default");
+    warm_up(&redis, &mut live_fetcher, "default");
+    let jobs: Vec<Vec<u8>> = (1..=4).map(|n| job("default", n)).collect();
+    push(&redis, "default", &jobs);
     assert_eq!(
         dead_fetcher.next(Duration::ZERO).expect("fetch").unwrap().1,
         jobs[0]
@@ -151,7 +154,7 @@ fn recovery_takes_only_silent_processes_and_moves_each_job_once() {
 
     silence(&t, DEAD);
     let seen = bc
-        .run(async |c| recovery::beat(c, None, &[]).await)
+        .run(async |c| liveness::beat(c, None, &[]).await)
         .expect("look");
     assert_eq!(
         seen,
@@ -160,7 +163,7 @@ fn recovery_takes_only_silent_processes_and_moves_each_job_once() {
     );
 
     let moved = bc
-        .run(async |c| recovery::recover(c, DEAD).await)
+        .run(async |c| liveness::recover(c, DEAD).await)
         .expect("recover");
     assert_eq!(moved, 2);
     assert_eq!(
@@ -176,12 +179,12 @@ fn recovery_takes_only_silent_processes_and_moves_each_job_once() {
     );
 
     let again = bc
-        .run(async |c| recovery::recover(c, DEAD).await)
+        .run(async |c| liveness::recover(c, DEAD).await)
         .expect("recover again");
     assert_eq!(again, 0, "a second recovery finds nothing to move");
     assert_eq!(llen(&mut c, "queue:default"), 3, "no job was duplicated");
     let seen = bc
-        .run(async |c| recovery::beat(c, None, &[]).await)
+        .run(async |c| liveness::beat(c, None, &[]).await)
         .expect("look");
     assert!(
         seen.is_empty(),
@@ -191,5 +194,5 @@ fn recovery_takes_only_silent_processes_and_moves_each_job_once() {
     live_fetcher.done();
     live_fetcher.close().expect("close");
     assert_eq!(llen(&mut c, &live_list), 0);
-    assert_eq!(counter(&mut c, "stat:processed"), 1);
+    assert_eq!(counter(&mut c, "stat:processed"), 3);
 }

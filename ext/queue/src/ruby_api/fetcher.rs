@@ -2,19 +2,26 @@
 //!
 //! `next` returns `[queue, job_json]` or nil. When a batch is already in memory it answers without
 //! releasing the GVL or touching Redis; otherwise it releases the GVL for the round trip or the wait.
-//! `done` queues the acknowledgement (written with the next fetch); `fail` files the job under
+//! `done` writes the acknowledgement to the socket without waiting for a reply (with the GVL held for
+//! ordinary jobs: the write is a few microseconds; released for large ones, whose bytes may have to
+//! wait for socket space); `fail` files the job under
 //! Sidekiq's retry rules (the worker's own `retry` option included) and returns `[fate, job_json]`;
 //! `bury` sends unreadable job data to the dead set; `close` writes acks and puts prefetched jobs back.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
-use magnus::{prelude::*, Error, Integer, RArray, Ruby, Symbol, Value};
+use magnus::{prelude::*, Error, Integer, RArray, RHash, Ruby, Symbol, Value};
+use queue_core::dedup::Release;
 use queue_core::fetch;
 use queue_core::retry::{Failure, RetryIn, WorkerRetry};
 
 use super::utf8_string;
 use crate::errors::blocking;
+
+/// Jobs up to this size are acknowledged with the GVL held: their `LREM` always fits the socket's
+/// buffer, so the write cannot block.
+const DONE_WITH_GVL_MAX: usize = 16 * 1024;
 
 #[magnus::wrap(class = "JobQueue::Native::Fetcher", free_immediately, size)]
 pub struct Fetcher {
@@ -50,8 +57,16 @@ impl Fetcher {
         }))
     }
 
-    fn done(&self) {
-        self.lock().done();
+    fn done(&self) -> Result<(), Error> {
+        if self.lock().running_len() <= DONE_WITH_GVL_MAX {
+            self.lock().done();
+            return Ok(());
+        }
+        let inner = &self.inner;
+        blocking(move || {
+            inner.lock().unwrap_or_else(|p| p.into_inner()).done();
+            Ok(())
+        })
     }
 
     /// `fail(error_class, message, backtrace_lines, retry_in, worker_retry)`; `retry_in` is nil, an
@@ -84,6 +99,51 @@ impl Fetcher {
         out.push(ruby.to_symbol(fate.name()))?;
         out.push(filed)?;
         Ok(out)
+    }
+
+    /// `dedup(key, jid, until_executed, ttl, reschedule, read)`: the running job carries
+    /// `idempotency_key`. Releases it now (`until_executing`: an unreplied write, GVL held) or with the
+    /// job's ack or failure (`until_executed`). With `read` (the job has `wal_locations`), one round
+    /// trip returns the merged positions as a Hash; otherwise nil.
+    #[allow(clippy::too_many_arguments)]
+    fn dedup(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: String,
+        jid: String,
+        until_executed: bool,
+        ttl: u64,
+        reschedule: bool,
+        read: bool,
+    ) -> Result<Option<RHash>, Error> {
+        let release = Release {
+            key,
+            jid,
+            ttl,
+            reschedule,
+        };
+        let merged = if read {
+            let inner = &rb_self.inner;
+            blocking(move || {
+                inner
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .dedup(release, until_executed, true)
+            })?
+        } else {
+            rb_self
+                .lock()
+                .dedup(release, until_executed, false)
+                .map_err(crate::errors::to_ruby)?
+        };
+        let Some(merged) = merged else {
+            return Ok(None);
+        };
+        let hash = ruby.hash_new();
+        for (name, position) in merged {
+            hash.aset(name, position)?;
+        }
+        Ok(Some(hash))
     }
 
     fn bury(&self) -> Result<(), Error> {
@@ -132,6 +192,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("done", magnus::method!(Fetcher::done, 0))?;
     class.define_method("fail", magnus::method!(Fetcher::fail, 5))?;
     class.define_method("bury", magnus::method!(Fetcher::bury, 0))?;
+    class.define_method("dedup", magnus::method!(Fetcher::dedup, 6))?;
     class.define_method("close", magnus::method!(Fetcher::close, 0))?;
     Ok(())
 }

@@ -32,8 +32,9 @@ pub fn working_lists(shared: &FetchShared) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Runs one queue's waiter until the process is quiet.
-pub async fn run(shared: Arc<FetchShared>, queue: String, working: String) {
+/// Runs the waiter of the queue at `index` in the process's order until the process is quiet.
+pub async fn run(shared: Arc<FetchShared>, index: usize, working: String) {
+    let queue = shared.order.name(index).to_owned();
     let keys = shared.redis.keys().clone();
     let source = keys.queue(&queue);
     let mut conn = shared.redis.blocking_conn();
@@ -67,6 +68,7 @@ pub async fn run(shared: Arc<FetchShared>, queue: String, working: String) {
         match result {
             Ok(Some(raw)) => {
                 let unit = Unit {
+                    index,
                     queue: queue.clone(),
                     raw,
                     working: working.clone(),
@@ -74,7 +76,7 @@ pub async fn run(shared: Arc<FetchShared>, queue: String, working: String) {
                 // The process went quiet while the BLMOVE waited: put the job back at the head of
                 // its queue for another process, rather than hold it unrun until this one stops.
                 if let Some(unit) = shared.hand_off(unit) {
-                    if let Err(e) = super::requeue(&mut conn, &[unit]).await {
+                    if let Err(e) = super::calls::requeue(&mut conn, &[unit]).await {
                         tracing::warn!(queue = %queue, error = %e, "cannot requeue a job taken while going quiet; it goes back when the process stops");
                     }
                 }

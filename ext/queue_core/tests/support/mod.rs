@@ -131,11 +131,13 @@ impl Drop for TestRedis {
     }
 }
 
-/// A server configuration with the defaults the tests share.
+/// A server configuration with the defaults the tests share: weighted order (a test of strict order
+/// sets `strict`).
 pub fn server_config(identity: &str, queues: &[(&str, u32)]) -> ServerConfig {
     ServerConfig {
         identity: identity.to_owned(),
         queues: queues.iter().map(|(q, w)| ((*q).to_owned(), *w)).collect(),
+        strict: false,
         concurrency: 2,
         max_batch: 10,
         info_json: "{}".to_owned(),
@@ -243,7 +245,7 @@ pub fn assert_stat_expiry(c: &mut redis::Connection, total: &str, daily: &str) {
     assert_eq!(ttl(c, total), -1, "{total} must never expire");
     let daily_ttl = ttl(c, daily);
     assert!(
-        (1..=queue_core::fetch::STATS_TTL_SECS).contains(&daily_ttl),
+        (1..=queue_core::keys::STATS_TTL_SECS).contains(&daily_ttl),
         "{daily} expires in {daily_ttl} s"
     );
 }
@@ -274,4 +276,19 @@ pub fn job(queue: &str, n: usize) -> Vec<u8> {
 /// Readable text for assertion messages about raw job bytes.
 pub fn text(raw: &[u8]) -> String {
     String::from_utf8_lossy(raw).into_owned()
+}
+
+/// Runs one quick job through `fetcher`, so it has timed `queue`'s jobs and sizes its batches from
+/// them (an untimed queue is fetched one job at a time). Counts as one processed job.
+pub fn warm_up(redis: &Redis, fetcher: &mut queue_core::fetch::Fetcher, queue: &str) {
+    let warm = job(queue, 0);
+    let mut bc = queue_core::blocking::BlockingConn::new(redis).expect("blocking connection");
+    bc.run(async |c| queue_core::client::push(c, queue, std::slice::from_ref(&warm)).await)
+        .expect("push");
+    let got = fetcher
+        .next(Duration::from_secs(5))
+        .expect("fetch")
+        .expect("the warm-up job");
+    assert_eq!(got, (queue.to_owned(), warm));
+    fetcher.done();
 }

@@ -1,4 +1,4 @@
-//! Finding the work of dead processes and putting it back on its queues.
+//! Liveness: each process proves it is alive, and the work of dead processes goes back on its queues.
 //!
 //! Every process beats into the `jq:alive` sorted set (scored by the Redis server's clock) every
 //! [`BEAT_INTERVAL`], and lists its working lists in `jq:working:<identity>`. A process silent for
@@ -15,22 +15,47 @@ use std::time::Duration;
 
 use crate::connection::Conn;
 use crate::error::Result;
+use crate::fetch::FetchShared;
+use crate::keys::Keys;
 use crate::scripts;
 
 pub const BEAT_INTERVAL: Duration = Duration::from_secs(3);
 pub const DEAD_AFTER: Duration = Duration::from_secs(15);
 
-/// Records working lists (key, queue) under the process's index before they are first used.
-pub async fn register(conn: &mut Conn, identity: &str, lists: &[(String, String)]) -> Result<()> {
+/// The command that records working lists (key, queue) under the process's index; `None` for none.
+/// Sent before the lists are first used, on whichever connection the caller has.
+pub fn register_cmd(keys: &Keys, identity: &str, lists: &[(String, String)]) -> Option<redis::Cmd> {
     if lists.is_empty() {
-        return Ok(());
+        return None;
     }
     let mut cmd = redis::cmd("HSET");
-    cmd.arg(conn.keys().working_index(identity));
+    cmd.arg(keys.working_index(identity));
     for (key, queue) in lists {
         cmd.arg(key).arg(queue);
     }
-    conn.cmd::<i64>(&cmd).await?;
+    Some(cmd)
+}
+
+/// Records working lists under the process's index (see [`register_cmd`]).
+pub async fn register(conn: &mut Conn, identity: &str, lists: &[(String, String)]) -> Result<()> {
+    if let Some(cmd) = register_cmd(&conn.keys().clone(), identity, lists) {
+        conn.cmd::<i64>(&cmd).await?;
+    }
+    Ok(())
+}
+
+/// One liveness beat of a running process: beats, re-registers its working lists, and puts back the
+/// jobs of every process that stopped beating.
+pub async fn beat_and_recover(conn: &mut Conn, shared: &FetchShared) -> Result<()> {
+    let dead = beat(conn, Some(&shared.identity), &shared.working_lists()).await?;
+    for identity in dead {
+        let moved = recover(conn, &identity).await?;
+        tracing::warn!(
+            process = %identity,
+            jobs = moved,
+            "a process stopped beating; its unfinished jobs are back in their queues"
+        );
+    }
     Ok(())
 }
 

@@ -1,0 +1,276 @@
+//! The Redis calls of fetching: take a batch (handing unstarted jobs back when a higher queue has
+//! work), acknowledge a finished job, claim a batch whose reply was lost, put jobs back.
+//!
+//! Each call is built here once and sent on whichever connection the caller has: a fetcher's
+//! synchronous one ([`crate::blocking::SyncConn`]) or a background task's async [`Conn`].
+
+use redis::{ScriptInvocation, Value};
+
+use crate::blocking::SyncConn;
+use crate::clock::utc_date;
+use crate::connection::Conn;
+use crate::error::{Error, Result};
+use crate::keys::{Keys, STATS_TTL_SECS};
+use crate::scripts;
+
+use super::{FetchShared, Unit};
+
+/// One `fetch.lua` call.
+#[derive(Debug, Clone, Copy)]
+pub struct FetchRequest<'a> {
+    /// Queues to try, in order, each with the most jobs to take from it.
+    pub queues: &'a [(usize, usize)],
+    /// Unstarted jobs to hand back to their queues if the call takes anything.
+    pub returns: &'a [Unit],
+    /// Acknowledged jobs not yet counted in `stat:processed`.
+    pub counted: u64,
+    /// This fetcher's field in the fetch marks, and the call's token.
+    pub mark: (&'a str, u64),
+}
+
+pub fn fetch_invocation(
+    shared: &FetchShared,
+    working: &[String],
+    req: &FetchRequest<'_>,
+) -> ScriptInvocation<'static> {
+    let keys = shared.redis.keys();
+    let mut inv = scripts::FETCH.prepare_invoke();
+    inv.key(keys.stat_processed())
+        .key(keys.stat_processed_on(&utc_date()))
+        .key(keys.fetch_marks(&shared.identity));
+    for &(q, _) in req.queues {
+        inv.key(keys.queue(shared.order.name(q))).key(&working[q]);
+    }
+    for r in req.returns {
+        inv.key(&r.working).key(keys.queue(&r.queue));
+    }
+    inv.arg(shared.concurrency)
+        .arg(req.queues.len())
+        .arg(req.counted)
+        .arg(STATS_TTL_SECS)
+        .arg(req.mark.0)
+        .arg(req.mark.1);
+    for &(_, most) in req.queues {
+        inv.arg(most);
+    }
+    for r in req.returns {
+        inv.arg(&r.raw);
+    }
+    inv
+}
+
+/// The jobs a fetch took, oldest first: the reply is `{}` or `{pair index, job, job, …}`.
+pub fn fetched_units(
+    shared: &FetchShared,
+    working: &[String],
+    req: &FetchRequest<'_>,
+    reply: Vec<Value>,
+) -> Result<Vec<Unit>> {
+    let mut items = reply.into_iter();
+    let Some(Value::Int(pair)) = items.next() else {
+        return Ok(Vec::new());
+    };
+    let index = usize::try_from(pair - 1)
+        .ok()
+        .and_then(|p| req.queues.get(p))
+        .map(|&(q, _)| q)
+        .ok_or_else(|| Error::redis(format!("fetch returned unknown queue pair {pair}")))?;
+    let queue = shared.order.name(index);
+    Ok(items
+        .filter_map(|v| match v {
+            Value::BulkString(raw) => Some(Unit {
+                index,
+                queue: queue.to_owned(),
+                raw,
+                working: working[index].clone(),
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+/// The bytes that acknowledge a finished job: `LREM` from its working list, with the reply switched
+/// off (`CLIENT REPLY SKIP`), so the fetcher writes it and goes on without waiting. Redis runs it
+/// before anything the fetcher sends later on the same connection.
+pub fn ack_command(unit: &Unit) -> Vec<u8> {
+    let mut bytes = redis::cmd("CLIENT")
+        .arg("REPLY")
+        .arg("SKIP")
+        .get_packed_command();
+    bytes.extend(
+        redis::cmd("LREM")
+            .arg(&unit.working)
+            .arg(-1)
+            .arg(&unit.raw)
+            .get_packed_command(),
+    );
+    bytes
+}
+
+/// What became of a fetch call whose reply was lost.
+#[derive(Debug, Default)]
+pub struct LostCall {
+    /// Redis ran it: its stats count was applied (and its returns handed back if it took a batch).
+    pub ran: bool,
+    /// The batch it moved into this fetcher's working list, oldest first; empty if none.
+    pub batch: Vec<Unit>,
+}
+
+/// Finds out whether the fetch call with `token` ran, from the mark every call leaves, and claims the
+/// batch it took: nobody holds those jobs, since the reply was lost. They are the leftmost of the
+/// working list (only this fetcher's fetches push there, and nothing else knows them to remove them).
+pub fn claim_lost_batch(
+    conn: &mut SyncConn,
+    shared: &FetchShared,
+    tid: &str,
+    token: u64,
+    queues: &[(usize, usize)],
+    working: &[String],
+) -> Result<LostCall> {
+    let marks = shared.redis.keys().fetch_marks(&shared.identity);
+    let mark: Option<String> = conn.cmd(redis::cmd("HGET").arg(&marks).arg(tid))?;
+    let Some((marked, pair, count)) = mark.as_deref().and_then(parse_mark) else {
+        return Ok(LostCall::default());
+    };
+    if marked != token {
+        return Ok(LostCall::default());
+    }
+    let index = pair
+        .checked_sub(1)
+        .and_then(|p| queues.get(p))
+        .map(|&(q, _)| q);
+    let Some(index) = index.filter(|_| count > 0) else {
+        return Ok(LostCall {
+            ran: true,
+            batch: Vec::new(),
+        });
+    };
+    let mut raws: Vec<Vec<u8>> = conn.cmd(
+        redis::cmd("LRANGE")
+            .arg(&working[index])
+            .arg(0)
+            .arg(count - 1),
+    )?;
+    raws.reverse();
+    let queue = shared.order.name(index);
+    tracing::warn!(
+        queue = %queue,
+        jobs = raws.len(),
+        "a fetch's reply was lost; its jobs are taken from the working list"
+    );
+    Ok(LostCall {
+        ran: true,
+        batch: raws
+            .into_iter()
+            .map(|raw| Unit {
+                index,
+                queue: queue.to_owned(),
+                raw,
+                working: working[index].clone(),
+            })
+            .collect(),
+    })
+}
+
+/// A fetch mark: `"<token> <pair> <count>"`.
+fn parse_mark(mark: &str) -> Option<(u64, usize, usize)> {
+    let mut fields = mark.split(' ');
+    let token = fields.next()?.parse().ok()?;
+    let pair = fields.next()?.parse().ok()?;
+    let count = fields.next()?.parse().ok()?;
+    Some((token, pair, count))
+}
+
+/// The `requeue.lua` calls that put `units` back on the right of their queues (they run next), one
+/// per working list and queue. A job goes back only if its working list still holds it.
+pub fn requeue_invocations(keys: &Keys, units: &[Unit]) -> Vec<ScriptInvocation<'static>> {
+    let mut groups: Vec<(&str, &str, Vec<&[u8]>)> = Vec::new();
+    for u in units {
+        match groups
+            .iter_mut()
+            .find(|(w, q, _)| *w == u.working && *q == u.queue)
+        {
+            Some(g) => g.2.push(&u.raw),
+            None => groups.push((&u.working, &u.queue, vec![&u.raw])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(working, queue, raws)| {
+            let mut inv = scripts::REQUEUE.prepare_invoke();
+            inv.key(working)
+                .key(keys.queue(queue))
+                .key(keys.queues())
+                .arg(queue);
+            for raw in raws {
+                inv.arg(raw);
+            }
+            inv
+        })
+        .collect()
+}
+
+/// Puts jobs back on their queues from a background task. Returns how many moved.
+pub async fn requeue(conn: &mut Conn, units: &[Unit]) -> Result<usize> {
+    let mut moved = 0;
+    for inv in requeue_invocations(&conn.keys().clone(), units) {
+        moved += conn.script::<usize>(&inv).await?;
+    }
+    Ok(moved)
+}
+
+/// Puts jobs back on their queues from a fetcher. Returns how many moved.
+pub fn requeue_sync(conn: &mut SyncConn, units: &[Unit]) -> Result<usize> {
+    let mut moved = 0;
+    for inv in requeue_invocations(&conn.keys().clone(), units) {
+        moved += conn.script::<usize>(&inv)?;
+    }
+    Ok(moved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_parse_or_are_ignored() {
+        assert_eq!(parse_mark("17 2 5"), Some((17, 2, 5)));
+        assert_eq!(parse_mark("17 2"), None);
+        assert_eq!(parse_mark("x 2 5"), None);
+        assert_eq!(parse_mark(""), None);
+    }
+
+    #[test]
+    fn an_ack_is_an_unreplied_lrem_from_the_tail() {
+        let unit = Unit {
+            index: 0,
+            queue: "default".into(),
+            raw: b"{\"jid\":\"a\"}".to_vec(),
+            working: "jq:working:h:1:x:t1:default".into(),
+        };
+        let text = String::from_utf8(ack_command(&unit)).expect("utf-8");
+        assert_eq!(
+            text,
+            "*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$4\r\nSKIP\r\n\
+             *4\r\n$4\r\nLREM\r\n$27\r\njq:working:h:1:x:t1:default\r\n$2\r\n-1\r\n$11\r\n{\"jid\":\"a\"}\r\n"
+        );
+    }
+
+    #[test]
+    fn requeues_are_grouped_by_working_list_and_queue() {
+        let keys = Keys::new("");
+        let unit = |w: &str, q: &str, raw: &[u8]| Unit {
+            index: 0,
+            queue: q.into(),
+            raw: raw.to_vec(),
+            working: w.into(),
+        };
+        let units = [
+            unit("w1", "a", b"1"),
+            unit("w2", "a", b"2"),
+            unit("w1", "a", b"3"),
+        ];
+        assert_eq!(requeue_invocations(&keys, &units).len(), 2);
+        assert!(requeue_invocations(&keys, &[]).is_empty());
+    }
+}

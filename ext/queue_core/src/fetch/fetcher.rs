@@ -1,0 +1,586 @@
+//! One processor thread's fetcher: its own synchronous connection, its batch, its acknowledgements.
+//!
+//! Not shared between threads, and never a thread hop: every call runs on the caller's thread (with
+//! the GVL released by the binding when it may block). A job's life here:
+//! 1. taken in a batch (`fetch.lua`), sized by [`Pace`] to about two milliseconds of work;
+//! 2. started — from the buffer without any I/O, unless the batch has aged and a higher queue must be
+//!    looked at first (then its unstarted jobs may be handed back);
+//! 3. acknowledged the moment it finishes: an unreplied `LREM` written to the socket ([`Fetcher::done`])
+//!    before the thread starts anything else, so a `kill -9` can only re-run jobs that were running.
+//!    The next round trip on the connection confirms it; a connection that broke has it sent again;
+//! 4. or filed as failed (`fail.lua`), or put back on its queue when the fetcher closes.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use redis::Value;
+
+use crate::blocking::SyncConn;
+use crate::clock::now_f64;
+use crate::dedup::{self, Release};
+use crate::error::{Error, Result};
+use crate::liveness;
+use crate::retry::{Failure, Fate};
+use crate::settle::Settlement;
+
+use super::calls::{self, FetchRequest};
+use super::pace::{self, Pace};
+use super::shared::{lock, Slot};
+use super::{FetchShared, Unit};
+
+/// After an empty fetch a parked thread asks Redis again only this often; new work normally reaches
+/// it sooner through the idle waiters.
+const IDLE_RECHECK: Duration = Duration::from_secs(10);
+
+/// A fetch whose outcome is unknown (it failed, maybe after Redis ran it). The batch it may have
+/// moved is claimed before the next fetch; the jobs it was to hand back are ours again if it did not.
+#[derive(Debug)]
+struct Unsure {
+    token: u64,
+    queues: Vec<(usize, usize)>,
+    returns: Vec<Unit>,
+    /// Acks the call counted in the stats.
+    counted: u64,
+}
+
+/// What a fetch call did.
+enum Fetched {
+    /// A batch, oldest first; any jobs offered back went back to their queues.
+    Batch(Vec<Unit>),
+    /// Nothing to take; the jobs offered back are still ours.
+    Nothing(Vec<Unit>),
+}
+
+pub struct Fetcher {
+    shared: Arc<FetchShared>,
+    slot: Arc<Mutex<Slot>>,
+    /// This fetcher's working list for each queue, by queue index.
+    working: Vec<String>,
+    conn: SyncConn,
+    pace: Pace,
+    /// When the running job started, to time it.
+    started: Option<Instant>,
+    /// Unreplied writes (acks, key releases) since the last round trip that succeeded: sent again
+    /// if the connection broke.
+    unconfirmed: Vec<Vec<u8>>,
+    /// Unreplied writes not made yet (no connection); made before the next call.
+    unsent: Vec<Vec<u8>>,
+    /// The running job's deduplication key, released with its ack (`until_executed`).
+    release: Option<Release>,
+    /// Classes whose jobs release their key as they start (`until_executing`), learnt from
+    /// [`Fetcher::dedup`]: the next buffered job of one has its release written with the ack of the
+    /// job before it (one write), and its own `dedup` call then has nothing left to do.
+    early: HashSet<String>,
+    /// The jid whose key went out early that way.
+    released_early: Option<String>,
+    /// Acknowledged jobs not yet counted in `stat:processed`.
+    uncounted: u64,
+    last_empty_fetch: Option<Instant>,
+    /// Jobs whose failure could not be filed (Redis was unreachable). They are still in the working
+    /// list; they go back to their queue on the next successful round trip.
+    stranded: Vec<Unit>,
+    unsure: Option<Unsure>,
+    tid: String,
+    closed: bool,
+}
+
+impl Fetcher {
+    /// A fetcher for the thread `tid`. Registers its working lists in Redis before it takes anything,
+    /// so a crash at any later point leaves them where recovery looks.
+    pub fn new(shared: Arc<FetchShared>, tid: &str) -> Result<Fetcher> {
+        let keys = shared.redis.keys().clone();
+        let working: Vec<String> = shared
+            .order
+            .names()
+            .map(|q| keys.working(q, &shared.identity, tid))
+            .collect();
+        let lists: Vec<(String, String)> = working
+            .iter()
+            .cloned()
+            .zip(shared.order.names().map(str::to_owned))
+            .collect();
+        let mut conn = SyncConn::new(&shared.redis);
+        if let Some(cmd) = liveness::register_cmd(&keys, &shared.identity, &lists) {
+            conn.cmd::<i64>(&cmd)?;
+        }
+        shared.add_working_lists(&lists);
+        let slot = Arc::new(Mutex::new(Slot {
+            tid: tid.to_owned(),
+            ..Slot::default()
+        }));
+        shared.register(slot.clone());
+        Ok(Fetcher {
+            pace: Pace::new(shared.order.len(), shared.max_batch),
+            shared,
+            slot,
+            working,
+            conn,
+            started: None,
+            unconfirmed: Vec::new(),
+            unsent: Vec::new(),
+            release: None,
+            early: HashSet::new(),
+            released_early: None,
+            uncounted: 0,
+            last_empty_fetch: None,
+            stranded: Vec::new(),
+            unsure: None,
+            tid: tid.to_owned(),
+            closed: false,
+        })
+    }
+
+    /// The next job if one is already in memory and may start now: no I/O, no need to release the
+    /// GVL. `None` also when the batch must first look at the higher queues ([`Fetcher::next`] does).
+    pub fn next_buffered(&mut self) -> Option<(String, Vec<u8>)> {
+        if self.shared.is_quiet() {
+            return None;
+        }
+        let mut s = lock(&self.slot);
+        let index = s.buffer.front()?.index;
+        if self
+            .pace
+            .look_up_due(index, &self.shared.order, Instant::now())
+        {
+            return None;
+        }
+        let unit = s.buffer.pop_front()?;
+        Some(start(&mut s, &mut self.started, unit))
+    }
+
+    /// The next job, waiting up to `timeout` for one. `None` when the wait ran out or the process is
+    /// quiet. Blocks: call it with the GVL released.
+    pub fn next(&mut self, timeout: Duration) -> Result<Option<(String, Vec<u8>)>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.shared.is_quiet() {
+                return Ok(None);
+            }
+            self.recover_leftovers()?;
+            self.look_up_if_due()?;
+            if let Some(job) = self.next_buffered() {
+                return Ok(Some(job));
+            }
+            if let Some(unit) = self.shared.try_handoff() {
+                return Ok(Some(self.begin(unit)));
+            }
+            if self.fetch_due() {
+                match self.fetch_batch()? {
+                    Fetched::Batch(batch) if !batch.is_empty() => {
+                        self.last_empty_fetch = None;
+                        self.pace.taken(Instant::now());
+                        lock(&self.slot).buffer.extend(batch);
+                        continue;
+                    }
+                    _ => self.last_empty_fetch = Some(Instant::now()),
+                }
+            }
+            if let Some(unit) = self.shared.steal(&self.slot) {
+                return Ok(Some(self.begin(unit)));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            if let Some(unit) = self.shared.park(deadline - now) {
+                return Ok(Some(self.begin(unit)));
+            }
+        }
+    }
+
+    /// Whether an empty buffer should ask Redis: work was flowing, something is left to settle, or
+    /// the idle re-check is due.
+    fn fetch_due(&self) -> bool {
+        self.uncounted > 0
+            || !self.unsent.is_empty()
+            || self
+                .last_empty_fetch
+                .is_none_or(|t| t.elapsed() >= IDLE_RECHECK)
+    }
+
+    fn begin(&mut self, unit: Unit) -> (String, Vec<u8>) {
+        start(&mut lock(&self.slot), &mut self.started, unit)
+    }
+
+    /// The running job finished. Its acknowledgement is written now, without waiting for a reply;
+    /// if it cannot be written (no connection) it is written before the next call, and until then
+    /// the job is safe in its working list.
+    pub fn done(&mut self) {
+        let Some((unit, _)) = lock(&self.slot).current.take() else {
+            return;
+        };
+        if let Some(started) = self.started.take() {
+            self.pace.record(unit.index, started.elapsed());
+        }
+        self.uncounted += 1;
+        let mut packet = match self.release.take() {
+            Some(release) => dedup::unreplied(&release.command(
+                self.shared.redis.keys(),
+                &unit,
+                true,
+                true,
+                false,
+            )),
+            None => calls::ack_command(&unit),
+        };
+        if !self.early.is_empty() {
+            self.release_next_early(&mut packet);
+        }
+        self.write_unreplied(packet);
+    }
+
+    /// Writes a packet whose reply is switched off, now if the connection is open, else before the
+    /// next call.
+    fn write_unreplied(&mut self, packet: Vec<u8>) {
+        if self.unsent.is_empty() && self.conn.send_unreplied(&packet).is_ok() {
+            self.unconfirmed.push(packet);
+        } else {
+            self.unsent.push(packet);
+        }
+    }
+
+    /// Appends to `packet` the release of the next buffered job's key, if its class releases at start
+    /// (see `early`). It starts next on this thread, microseconds later; if a sibling steals it or a
+    /// higher queue sends it back first, its key is merely released a little early.
+    fn release_next_early(&mut self, packet: &mut Vec<u8>) {
+        let next = lock(&self.slot).buffer.front().cloned();
+        let Some(next) = next else {
+            return;
+        };
+        let Some((key, jid, class)) = dedup::plain_holder(&next.raw) else {
+            return;
+        };
+        if !self.early.contains(&class) {
+            return;
+        }
+        let release = Release {
+            key,
+            jid: jid.clone(),
+            ttl: 0,
+            reschedule: false,
+        };
+        let cmd = release.command(self.shared.redis.keys(), &next, true, false, false);
+        packet.extend(dedup::unreplied(&cmd));
+        self.released_early = Some(jid);
+    }
+
+    /// The running job is deduplicated (it carries `idempotency_key`). `until_executed`: its key is
+    /// released with its acknowledgement or failure; otherwise now, before it starts (an unreplied
+    /// write). With `read`, the positions kept beside the key are fetched (one round trip) and
+    /// returned merged with the job's own `wal_locations`, newest wins.
+    pub fn dedup(
+        &mut self,
+        release: Release,
+        until_executed: bool,
+        read: bool,
+    ) -> Result<Option<Vec<(String, String)>>> {
+        let early = self.released_early.take();
+        if !read {
+            let class = {
+                let slot = lock(&self.slot);
+                let Some((unit, _)) = slot.current.as_ref() else {
+                    return Err(Error::InvalidArgument("no job is running".to_owned()));
+                };
+                let released = early.as_deref() == Some(release.jid.as_str());
+                if until_executed || released {
+                    None
+                } else {
+                    dedup::plain_holder(&unit.raw).map(|(_, _, class)| class)
+                }
+            };
+            if until_executed {
+                self.release = Some(release);
+            } else if early.as_deref() != Some(release.jid.as_str()) {
+                if let Some(class) = class {
+                    self.early.insert(class);
+                }
+                self.write_unreplied(dedup::unreplied(&release.start_command()));
+            }
+            return Ok(None);
+        }
+        let Some(unit) = lock(&self.slot).current.as_ref().map(|(u, _)| u.clone()) else {
+            return Err(Error::InvalidArgument("no job is running".to_owned()));
+        };
+        let cmd = release.command(
+            self.shared.redis.keys(),
+            &unit,
+            !until_executed,
+            false,
+            read,
+        );
+        if until_executed {
+            self.release = Some(release);
+        }
+        let kept: Vec<String> = self.round_trip(|c| c.cmd(&cmd))?;
+        Ok(Some(dedup::merge_positions(&unit.raw, &kept)))
+    }
+
+    /// Bytes of the running job: a large acknowledgement may have to wait for socket space, so the
+    /// binding releases the GVL around [`Fetcher::done`] past some size.
+    pub fn running_len(&self) -> usize {
+        lock(&self.slot)
+            .current
+            .as_ref()
+            .map_or(0, |(u, _)| u.raw.len())
+    }
+
+    /// The running job raised. Files it under Sidekiq's retry rules; returns its fate and the job as
+    /// filed (for `sidekiq_retries_exhausted` and death handlers).
+    pub fn fail(&mut self, failure: &Failure) -> Result<(Fate, Option<String>)> {
+        let unit = self.finish_running()?;
+        let settlement = Settlement::of_failure(&unit, failure);
+        let release = self.release.take();
+        self.file(unit, &settlement, release.as_ref())?;
+        Ok((settlement.fate, String::from_utf8(settlement.filed).ok()))
+    }
+
+    /// The running job cannot even be read (invalid JSON, not an object): straight to the dead set as
+    /// it is, as Sidekiq does.
+    pub fn bury(&mut self) -> Result<()> {
+        let unit = self.finish_running()?;
+        let settlement = Settlement::burial(&unit);
+        let release = self.release.take();
+        self.file(unit, &settlement, release.as_ref())
+    }
+
+    fn finish_running(&mut self) -> Result<Unit> {
+        let Some((unit, _)) = lock(&self.slot).current.take() else {
+            return Err(Error::InvalidArgument("no job is running".to_owned()));
+        };
+        if let Some(started) = self.started.take() {
+            self.pace.record(unit.index, started.elapsed());
+        }
+        Ok(unit)
+    }
+
+    fn file(
+        &mut self,
+        unit: Unit,
+        settlement: &Settlement,
+        release: Option<&Release>,
+    ) -> Result<()> {
+        let keys = self.shared.redis.keys();
+        let mut inv = settlement.invocation(keys, &unit);
+        if let Some(release) = release {
+            let retried = matches!(settlement.fate, Fate::Retry { .. });
+            release.extend_fail(&mut inv, keys, &unit, !retried);
+        }
+        if let Err(e) = self.round_trip(|c| c.script::<i64>(&inv)) {
+            // Not filed: the job is still in its working list. It goes back to its queue with the
+            // next successful round trip, and runs again.
+            self.stranded.push(unit);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Writes pending acks and puts every job it holds but did not finish (prefetched ones, and one
+    /// started but never settled) back at the head of their queues. Attempts every step; returns the
+    /// first error. The fetcher is unusable afterwards.
+    pub fn close(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        self.shared.unregister(&self.slot);
+        let mut held: Vec<Unit> = {
+            let mut s = lock(&self.slot);
+            // A job started but neither done nor failed (its thread died) goes back first: it is
+            // the oldest the fetcher holds.
+            let current = s.current.take().map(|(unit, _)| unit);
+            current.into_iter().chain(s.buffer.drain(..)).collect()
+        };
+        held.append(&mut self.stranded);
+        let mut first_error = None;
+        if let Some(unsure) = self.unsure.take() {
+            // Put back either way: requeue.lua moves a job only if the working list still holds it.
+            held.extend(unsure.returns.iter().cloned());
+            match self.claim(&unsure) {
+                Ok(lost) => {
+                    if lost.ran {
+                        self.uncounted -= unsure.counted;
+                    }
+                    held.extend(lost.batch);
+                }
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        if let Err(e) = self.round_trip(|c| calls::requeue_sync(c, &held)) {
+            first_error = first_error.or(Some(e));
+        }
+        if let Err(e) = self.call_fetch(&[], Vec::new()) {
+            first_error = first_error.or(Some(e));
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Settles what an earlier failure left: jobs to requeue, a fetch whose reply was lost.
+    fn recover_leftovers(&mut self) -> Result<()> {
+        if !self.stranded.is_empty() {
+            let stranded = std::mem::take(&mut self.stranded);
+            if let Err(e) = self.round_trip(|c| calls::requeue_sync(c, &stranded)) {
+                self.stranded = stranded;
+                return Err(e);
+            }
+        }
+        if let Some(unsure) = self.unsure.take() {
+            match self.claim(&unsure) {
+                Ok(lost) if !lost.batch.is_empty() => {
+                    // The lost call ran: it counted its acks, took this batch and handed the
+                    // returns back.
+                    self.uncounted -= unsure.counted;
+                    self.pace.taken(Instant::now());
+                    self.last_empty_fetch = None;
+                    lock(&self.slot).buffer.extend(lost.batch);
+                }
+                Ok(lost) => {
+                    if lost.ran {
+                        self.uncounted -= unsure.counted;
+                    }
+                    prepend(&mut lock(&self.slot).buffer, unsure.returns);
+                }
+                Err(e) => {
+                    self.unsure = Some(unsure);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn claim(&mut self, unsure: &Unsure) -> Result<calls::LostCall> {
+        let (shared, tid, working) = (self.shared.clone(), self.tid.clone(), self.working.clone());
+        self.round_trip(|c| {
+            calls::claim_lost_batch(c, &shared, &tid, unsure.token, &unsure.queues, &working)
+        })
+    }
+
+    /// Before a buffered job starts: if its batch has aged, look at the queues that outrank it, and
+    /// if one has work take it instead, handing the unstarted jobs back.
+    fn look_up_if_due(&mut self) -> Result<()> {
+        let Some(index) = lock(&self.slot).buffer.front().map(|u| u.index) else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        if !self.pace.look_up_due(index, &self.shared.order, now) {
+            return Ok(());
+        }
+        self.pace.taken(now);
+        let ahead = pace::outranking(&self.shared.order, index);
+        if ahead.is_empty() {
+            return Ok(());
+        }
+        let queues: Vec<(usize, usize)> =
+            ahead.iter().map(|&q| (q, self.pace.batch_for(q))).collect();
+        let returns: Vec<Unit> = lock(&self.slot).buffer.drain(..).collect();
+        match self.call_fetch(&queues, returns)? {
+            Fetched::Batch(batch) => {
+                tracing::debug!(
+                    jobs = batch.len(),
+                    "a higher queue has work; unstarted jobs handed back"
+                );
+                lock(&self.slot).buffer.extend(batch);
+            }
+            Fetched::Nothing(returns) => prepend(&mut lock(&self.slot).buffer, returns),
+        }
+        Ok(())
+    }
+
+    /// A fetch for an empty buffer, in this fetch's queue order.
+    fn fetch_batch(&mut self) -> Result<Fetched> {
+        let queues: Vec<(usize, usize)> = self
+            .shared
+            .order
+            .draw()
+            .into_iter()
+            .map(|q| (q, self.pace.batch_for(q)))
+            .collect();
+        self.call_fetch(&queues, Vec::new())
+    }
+
+    /// One `fetch.lua` call. A call that fails may still have run in Redis, its reply lost (Redis
+    /// stopped or the connection broke after the script ran): its batch then sits in this fetcher's
+    /// working list, where nothing would ever run it while the process lives. So each call carries a
+    /// token that the script marks with the batch it took, and after a failure the next call first
+    /// claims that batch, if the mark shows the lost call did take one.
+    fn call_fetch(&mut self, queues: &[(usize, usize)], returns: Vec<Unit>) -> Result<Fetched> {
+        let token = self.shared.next_token();
+        let counted = self.uncounted;
+        let tid = self.tid.clone();
+        let req = FetchRequest {
+            queues,
+            returns: &returns,
+            counted,
+            mark: (&tid, token),
+        };
+        let inv = calls::fetch_invocation(&self.shared, &self.working, &req);
+        match self.round_trip(|c| c.script::<Vec<Value>>(&inv)) {
+            Ok(reply) => {
+                self.uncounted -= counted;
+                let batch = calls::fetched_units(&self.shared, &self.working, &req, reply)?;
+                Ok(if batch.is_empty() {
+                    Fetched::Nothing(returns)
+                } else {
+                    Fetched::Batch(batch)
+                })
+            }
+            Err(e) => {
+                self.unsure = Some(Unsure {
+                    token,
+                    queues: queues.to_vec(),
+                    returns,
+                    counted,
+                });
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs one call on the connection, after any acks that still have to be written. Its success
+    /// confirms every ack written before it (Redis runs a connection's commands in order); a broken
+    /// connection leaves them unknown, so they are written again.
+    fn round_trip<T>(&mut self, op: impl FnOnce(&mut SyncConn) -> Result<T>) -> Result<T> {
+        let result = self.write_unsent().and_then(|()| op(&mut self.conn));
+        match &result {
+            Ok(_) => self.unconfirmed.clear(),
+            Err(e) if e.is_connection() => {
+                let mut again = std::mem::take(&mut self.unconfirmed);
+                again.append(&mut self.unsent);
+                self.unsent = again;
+            }
+            Err(_) => self.unconfirmed.clear(),
+        }
+        result
+    }
+
+    fn write_unsent(&mut self) -> Result<()> {
+        while let Some(packet) = self.unsent.first() {
+            self.conn.send_dialling(packet)?;
+            let packet = self.unsent.remove(0);
+            self.unconfirmed.push(packet);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Fetcher {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::warn!(error = %e, "fetcher closed with unwritten state; recovery will requeue it");
+        }
+    }
+}
+
+fn start(slot: &mut Slot, started: &mut Option<Instant>, unit: Unit) -> (String, Vec<u8>) {
+    let job = (unit.queue.clone(), unit.raw.clone());
+    slot.current = Some((unit, now_f64() as i64));
+    *started = Some(Instant::now());
+    job
+}
+
+fn prepend(buffer: &mut VecDeque<Unit>, units: Vec<Unit>) {
+    for unit in units.into_iter().rev() {
+        buffer.push_front(unit);
+    }
+}

@@ -1,0 +1,77 @@
+//! The push path exactly as the Ruby client runs it (`JobQueue::Client` → `push_sync` /
+//! `schedule_sync` on the calling thread's synchronous connection), against a real Redis.
+
+mod support;
+
+use queue_core::blocking::SyncConn;
+use queue_core::{client, Error};
+
+use support::*;
+
+#[test]
+fn push_sync_lpushes_in_order_and_names_the_queue() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let mut conn = SyncConn::new(&t.redis());
+    let jobs: Vec<Vec<u8>> = (1..=3).map(|n| job("mailers", n)).collect();
+
+    client::push_sync(&mut conn, "mailers", &jobs).expect("push");
+    assert_eq!(queue_in_run_order(&mut c, "queue:mailers"), jobs);
+    assert_eq!(smembers(&mut c, "queues"), vec!["mailers"]);
+
+    // One more, later: it runs after the others.
+    let later = job("mailers", 4);
+    client::push_sync(&mut conn, "mailers", std::slice::from_ref(&later)).expect("push");
+    assert_eq!(queue_in_run_order(&mut c, "queue:mailers")[3], later);
+}
+
+#[test]
+fn an_empty_push_writes_nothing_and_a_bad_queue_name_is_refused() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let mut conn = SyncConn::new(&t.redis());
+    client::push_sync(&mut conn, "default", &[]).expect("empty push");
+    assert!(all_keys(&mut c).is_empty(), "{:?}", all_keys(&mut c));
+
+    for bad in ["", "two words", "tab\there"] {
+        let e = client::push_sync(&mut conn, bad, &[job("x", 1)]).expect_err(bad);
+        assert!(matches!(e, Error::InvalidArgument(_)), "{bad:?}: {e}");
+    }
+    assert!(all_keys(&mut c).is_empty());
+}
+
+#[test]
+fn schedule_sync_scores_each_job_by_its_time() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let mut conn = SyncConn::new(&t.redis());
+    let (a, b) = (job("default", 1), job("default", 2));
+    client::schedule_sync(
+        &mut conn,
+        &[(1_900_000_000.25, a.clone()), (1_800_000_000.5, b.clone())],
+    )
+    .expect("schedule");
+    assert_eq!(
+        zrange_scores(&mut c, "schedule"),
+        vec![(b, 1_800_000_000.5), (a, 1_900_000_000.25)]
+    );
+
+    let e = client::schedule_sync(&mut conn, &[(f64::NAN, job("default", 3))])
+        .expect_err("NaN is no time");
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert_eq!(zrange_scores(&mut c, "schedule").len(), 2);
+}
+
+#[test]
+fn a_namespace_prefixes_what_the_client_writes() {
+    let t = TestRedis::with_namespace("resque:gitlab:");
+    let mut c = t.conn();
+    let mut conn = SyncConn::new(&t.redis());
+    client::push_sync(&mut conn, "default", &[job("default", 1)]).expect("push");
+    let mut keys = all_keys(&mut c);
+    keys.sort();
+    assert_eq!(
+        keys,
+        vec!["resque:gitlab:queue:default", "resque:gitlab:queues"]
+    );
+}
