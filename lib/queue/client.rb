@@ -24,21 +24,15 @@ module JobQueue
       @config = config
     end
 
-    # Returns the job's jid, or nil if a middleware stopped it.
+    # Returns the job's jid, or nil if a middleware stopped it or it was dropped as a duplicate.
     def push(item)
       raise ArgumentError, "job must be a Hash, got #{item.class}" unless item.is_a?(Hash)
 
       job = normalize(item)
-      job = run_middleware(worker_class_of(item), job) or return nil
-      engine = @config.engine
-      if job.key?("at")
-        at = job.delete("at")
-        engine.schedule([[at.to_f, JSON.generate(job)]])
-      else
-        job["enqueued_at"] = Time.now.to_f
-        engine.push(job["queue"], [JSON.generate(job)])
-      end
-      job["jid"]
+      worker_class = worker_class_of(item)
+      Context.stamp(job, worker_class) # "meta.*" worker context (context.rb)
+      job = run_middleware(worker_class, job) or return nil
+      raw_push([job], worker_class).empty? ? job["jid"] : nil
     end
 
     # `items` holds "class", "args" (an Array of argument Arrays), and optionally "at" (one time, or
@@ -63,12 +57,13 @@ module JobQueue
         JsonArgs.check!(args, base["class"])
         job = base.merge("args" => args)
         job["jid"] ||= SecureRandom.hex(12)
+        Context.stamp(job, worker_class) # "meta.*" worker context (context.rb)
         at = ats.is_a?(Array) ? ats[i] : ats
         job["at"] = at if check_at(at) && at > now
         run_middleware(worker_class, job)
       end
-      write(jobs)
-      jobs.map { |j| j["jid"] }
+      dropped = raw_push(jobs, worker_class)
+      (dropped.empty? ? jobs : jobs - dropped).map { |j| j["jid"] }
     end
 
     private
@@ -124,6 +119,32 @@ module JobQueue
       item.key?("class") ? item["class"] : item[:class]
     end
 
+    NOTHING_DROPPED = [].freeze
+    private_constant :NOTHING_DROPPED
+
+    # Writes jobs the middleware let through (a scheduled one still has its "at") to Redis, and
+    # returns those dropped as duplicates. The one place jobs leave the client: JobQueue::Testing
+    # replaces it in its fake and inline modes.
+    def raw_push(jobs, worker_class)
+      if (dedup = deduplication(worker_class, nil))
+        return push_with_deduplication(jobs, dedup, worker_class)
+      end
+
+      jobs.size == 1 ? write_one(jobs.first) : write(jobs)
+      NOTHING_DROPPED
+    end
+
+    def write_one(job)
+      engine = @config.engine
+      if job.key?("at")
+        at = job.delete("at")
+        engine.schedule([[at.to_f, JSON.generate(job)]])
+      else
+        job["enqueued_at"] = Time.now.to_f
+        engine.push(job["queue"], [JSON.generate(job)])
+      end
+    end
+
     def write(jobs)
       return if jobs.empty?
 
@@ -138,6 +159,60 @@ module JobQueue
           engine.push(queue, slice.map { |j| j["enqueued_at"] = enqueued_at; JSON.generate(j) })
         end
       end
+    end
+
+    # Jobs of a worker with deduplication: those it applies to (immediate ones, scheduled ones with
+    # `including_scheduled`) go through the engine's check-and-push, the rest are written as usual.
+    # Returns the dropped duplicates.
+    def push_with_deduplication(jobs, dedup, worker_class)
+      deduplicated, plain = jobs.partition { |j| deduplication(worker_class, j) }
+      write(plain)
+      pushed = deduplicated.group_by { |j| j["queue"] }.flat_map { |_, group| push_deduplicated(group, dedup, worker_class) }
+      deduplicated - pushed
+    end
+
+    # The worker's deduplication options when `job` (if given) is to be deduplicated: immediate, or
+    # scheduled with `including_scheduled: true`. Nil for workers without deduplication.
+    def deduplication(worker_class, job)
+      return nil unless worker_class.respond_to?(:deduplication_push_options)
+
+      dedup = worker_class.deduplication_push_options or return nil
+      return dedup if job.nil? || !job.key?("at") || worker_class.deduplicate_including_scheduled?
+
+      nil
+    end
+
+    # Jobs of one worker and queue with deduplication, one round trip per slice; returns the jobs
+    # that were pushed (dropped duplicates are left out).
+    def push_deduplicated(jobs, dedup, worker_class)
+      queue = jobs.first["queue"]
+      flag = feature_flag(queue)
+      enqueued_at = Time.now.to_f
+      jobs.each_slice(BULK_SLICE).flat_map do |slice|
+        outcomes = @config.engine.push_dedup(queue, slice.map { |job| dedup_entry(job, worker_class, enqueued_at) }, dedup, flag)
+        slice.zip(outcomes).reject { |_, outcome| outcome && outcome[0] == :dropped }.map(&:first)
+      end
+    end
+
+    # What the engine pushes for one job: jid, JSON, the JSON of the arguments to hash, run-at.
+    def dedup_entry(job, worker_class, enqueued_at)
+      at = job.delete("at")
+      job["enqueued_at"] = enqueued_at unless at
+      [job["jid"].to_s, JSON.generate(job), idempotency_args(worker_class, job["args"]), at&.to_f]
+    end
+
+    # Whether `disable_<queue>_deduplication` is on, from `config.feature_flag`; nil has the engine
+    # read the flag in Redis, inside the push (the default flags).
+    def feature_flag(queue)
+      callable = @config.feature_flag
+      return nil if callable.is_a?(FeatureFlags)
+
+      !!callable.call("disable_#{queue}_deduplication")
+    end
+
+    def idempotency_args(worker_class, args)
+      args = worker_class.idempotency_arguments(args) if worker_class.respond_to?(:idempotency_arguments)
+      JSON.generate(args)
     end
 
     def stringify(hash)

@@ -1,10 +1,12 @@
 # frozen_string_literal: true
 
 require_relative "job_retry"
+require_relative "job_run"
 
 module JobQueue
   # One processor thread: takes a job from its fetcher, runs the server middleware and `perform`,
-  # and reports the outcome. Acknowledgements, retries and stats are written by the engine, batched.
+  # and reports the outcome. The engine writes the acknowledgement the moment a job finishes (without
+  # waiting for Redis), files failures under Sidekiq's retry rules, and batches fetches and stats.
   class Processor
     # Longest a thread waits for work before it checks whether the process is stopping.
     WAIT = 1.0
@@ -68,8 +70,11 @@ module JobQueue
         klass = constantize(job["class"])
         worker = klass.new
         worker.jid = job["jid"] if worker.respond_to?(:jid=)
-        @config.server_middleware_chain.invoke(worker, job, queue) do
-          worker.perform(*job["args"])
+        deduplicated(klass, job) if job["idempotency_key"] && !job.key?("duplicate-of")
+        JobRun.around(@config, klass, job, queue) do # context and JSON job logs (job_run.rb)
+          @config.server_middleware_chain.invoke(worker, job, queue) do
+            worker.perform(*job["args"])
+          end
         end
         @fetcher.done
       rescue Shutdown
@@ -77,6 +82,15 @@ module JobQueue
       rescue Exception => e # rubocop:disable Lint/RescueException
         engine_call { @retry.failed(@fetcher, klass, job, queue, e) }
       end
+    end
+
+    # A job pushed with deduplication that holds its key (a job marked `duplicate-of` never does):
+    # the engine releases the key now (until_executing) or with the job's ack or failure
+    # (until_executed), and hands over the newest `wal_locations` kept for it.
+    def deduplicated(klass, job)
+      executed, ttl, reschedule = klass.respond_to?(:deduplication_server_options) ? klass.deduplication_server_options : Worker::Deduplication::RELEASE_AT_START
+      positions = @fetcher.dedup(job["idempotency_key"].to_s, job["jid"].to_s, executed, ttl, reschedule, job.key?("wal_locations"))
+      job["wal_locations"] = positions if positions
     end
 
     # Malformed JSON, or JSON that is not a job hash, goes straight to the dead set, as in Sidekiq.

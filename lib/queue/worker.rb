@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "deduplication"
+
 module JobQueue
   # Include in a class to make it a worker, with Sidekiq's API:
   #
@@ -48,6 +50,8 @@ module JobQueue
 
     # Class-level API of a worker.
     module ClassMethods
+      include Deduplication
+
       def sidekiq_options(options = {})
         options = options.transform_keys(&:to_s)
         options.each do |key, value|

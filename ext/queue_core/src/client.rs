@@ -4,8 +4,10 @@
 //! in Sidekiq's layout: an immediate job is `LPUSH`ed onto `queue:<name>` with the name added to
 //! `queues`; a future job is `ZADD`ed to `schedule` scored by its run-at time. Each call is one round
 //! trip however many jobs it carries. The commands are built once here and sent either on an async
-//! [`Conn`] or on a [`crate::blocking::SyncConn`] (the Ruby client's per-thread connection).
+//! [`Conn`] or on a [`SyncConn`]: [`push_sync`] and [`schedule_sync`] are exactly what the Ruby
+//! client's `perform_async` and `perform_in` run, on the calling thread's connection.
 
+use crate::blocking::SyncConn;
 use crate::clock::float_string;
 use crate::connection::Conn;
 use crate::error::{Error, Result};
@@ -34,6 +36,24 @@ pub fn schedule_cmd(keys: &Keys, jobs: &[(f64, Vec<u8>)]) -> Result<redis::Cmd> 
         cmd.arg(float_string(*at)).arg(job);
     }
     Ok(cmd)
+}
+
+/// Pushes serialized jobs onto one queue, on a caller's synchronous connection (the Ruby client).
+pub fn push_sync(conn: &mut SyncConn, queue: &str, jobs: &[Vec<u8>]) -> Result<()> {
+    let pipe = push_pipeline(conn.keys(), queue, jobs)?;
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    conn.pipe(&pipe)
+}
+
+/// Adds serialized jobs to the `schedule` set, on a caller's synchronous connection.
+pub fn schedule_sync(conn: &mut SyncConn, jobs: &[(f64, Vec<u8>)]) -> Result<()> {
+    let cmd = schedule_cmd(conn.keys(), jobs)?;
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    conn.cmd::<i64>(&cmd).map(|_| ())
 }
 
 /// Pushes serialized jobs onto one queue.

@@ -15,7 +15,7 @@ use std::thread::LocalKey;
 use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby};
 use queue_core::blocking::{BlockingConn, SyncConn};
 use queue_core::server::ServerConfig;
-use queue_core::{api, client, Redis, RedisConfig};
+use queue_core::{api, client, dedup, migrate, Redis, RedisConfig};
 
 use super::bytes_of;
 use super::server::Server;
@@ -116,15 +116,7 @@ impl Engine {
             .map(|v| RString::try_convert(v).map(bytes_of))
             .collect::<Result<_, _>>()?;
         let (redis, id) = (&self.redis, self.id);
-        blocking(move || {
-            with_sync(redis, id, |c| {
-                let pipe = client::push_pipeline(c.keys(), &queue, &jobs)?;
-                if jobs.is_empty() {
-                    return Ok(());
-                }
-                c.pipe(&pipe)
-            })
-        })
+        blocking(move || with_sync(redis, id, |c| client::push_sync(c, &queue, &jobs)))
     }
 
     /// `schedule([[at, json], ...])`: ZADD to `schedule`.
@@ -135,15 +127,69 @@ impl Engine {
             jobs.push((at, bytes_of(json)));
         }
         let (redis, id) = (&self.redis, self.id);
+        blocking(move || with_sync(redis, id, |c| client::schedule_sync(c, &jobs)))
+    }
+
+    /// `push_dedup(queue, [[jid, json, args_json, at_or_nil], ...], [class, ttl, idempotent,
+    /// reschedule], flag)`: pushes with GitLab-style deduplication, one round trip. `flag` is nil
+    /// (read the queue's flag in Redis) or whether dropping is off. Returns one entry per job: nil (pushed),
+    /// `[:marked, jid]` or `[:dropped, jid]` (the holder's jid).
+    fn push_dedup(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        entries: RArray,
+        opts: (String, u64, bool, bool),
+        flag: Option<bool>,
+    ) -> Result<RArray, Error> {
+        let mut jobs = Vec::with_capacity(entries.len());
+        for entry in entries.into_iter() {
+            let (jid, json, args, at): (String, RString, RString, Option<f64>) =
+                magnus::TryConvert::try_convert(entry)?;
+            jobs.push(dedup::DedupJob {
+                jid,
+                json: bytes_of(json),
+                args: bytes_of(args),
+                at,
+            });
+        }
+        let (class, ttl, idempotent, reschedule) = opts;
+        let opts = dedup::PushOptions {
+            class,
+            ttl,
+            idempotent,
+            reschedule,
+            flag: flag.map_or(dedup::FlagCheck::Redis, dedup::FlagCheck::Given),
+        };
+        let (redis, id) = (&rb_self.redis, rb_self.id);
+        let outcomes =
+            blocking(move || with_sync(redis, id, |c| dedup::push_sync(c, &queue, &opts, &jobs)))?;
+        let out = ruby.ary_new_capa(outcomes.len());
+        for outcome in outcomes {
+            match outcome {
+                dedup::Outcome::Pushed => out.push(ruby.qnil())?,
+                dedup::Outcome::Marked(jid) => out.push((ruby.to_symbol("marked"), jid))?,
+                dedup::Outcome::Dropped(jid) => out.push((ruby.to_symbol("dropped"), jid))?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// `set_feature(name, on)`: sets or clears a flag in `jq:features`.
+    fn set_feature(&self, name: String, on: bool) -> Result<(), Error> {
+        let (redis, id) = (&self.redis, self.id);
         blocking(move || {
             with_sync(redis, id, |c| {
-                let cmd = client::schedule_cmd(c.keys(), &jobs)?;
-                if jobs.is_empty() {
-                    return Ok(());
-                }
-                c.cmd::<i64>(&cmd).map(|_| ())
+                c.cmd::<i64>(&dedup::set_flag_cmd(c.keys(), &name, on))
+                    .map(|_| ())
             })
         })
+    }
+
+    /// `features`: every flag set in `jq:features`, as a Hash of name => value.
+    fn features(&self) -> Result<HashMap<String, String>, Error> {
+        let (redis, id) = (&self.redis, self.id);
+        blocking(move || with_sync(redis, id, |c| c.cmd(&dedup::flags_cmd(c.keys()))))
     }
 
     /// Totals as a Hash (`processed`, `failed`, sizes, `queues` => {name => size}).
@@ -171,6 +217,31 @@ impl Engine {
         blocking(move || with_conn(redis, id, async |c| api::queue_size(c, &queue).await))
     }
 
+    // ---- queue renames (migrate.rs) ----------------------------------------------------------
+
+    /// `migrate_queue(from, to)`: moves queue `from`'s queued, scheduled and retrying jobs and its
+    /// deduplication keys to `to`, one job per atomic step. Returns
+    /// `{"queued" =>, "scheduled" =>, "retry" =>, "keys" =>}`.
+    fn migrate_queue(
+        ruby: &Ruby,
+        rb_self: &Self,
+        from: String,
+        to: String,
+    ) -> Result<RHash, Error> {
+        let (redis, id) = (&rb_self.redis, rb_self.id);
+        let moved = blocking(move || {
+            with_conn(redis, id, async |c| {
+                migrate::migrate_queue(c, &from, &to).await
+            })
+        })?;
+        let hash = ruby.hash_new();
+        hash.aset("queued", moved.queued)?;
+        hash.aset("scheduled", moved.scheduled)?;
+        hash.aset("retry", moved.retry)?;
+        hash.aset("keys", moved.keys)?;
+        Ok(hash)
+    }
+
     /// Round trip to Redis; raises `JobQueue::ConnectionError` if it cannot be reached.
     fn ping(&self) -> Result<bool, Error> {
         let (redis, id) = (&self.redis, self.id);
@@ -181,11 +252,14 @@ impl Engine {
         })
     }
 
-    /// `start_server(identity, [[queue, weight], ...], concurrency, max_batch, info_json, scheduler)`
+    /// `start_server(identity, [[queue, weight], ...], strict, concurrency, max_batch, info_json,
+    /// scheduler)`. `strict`: try the queues in the order given (no queue was given a weight).
+    #[allow(clippy::too_many_arguments)]
     fn start_server(
         &self,
         identity: String,
         queues: Vec<(String, u32)>,
+        strict: bool,
         concurrency: usize,
         max_batch: usize,
         info_json: String,
@@ -194,6 +268,7 @@ impl Engine {
         let config = ServerConfig {
             identity,
             queues,
+            strict,
             concurrency,
             max_batch,
             info_json,
@@ -211,9 +286,13 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("namespace", magnus::method!(Engine::namespace, 0))?;
     class.define_method("push", magnus::method!(Engine::push, 2))?;
     class.define_method("schedule", magnus::method!(Engine::schedule, 1))?;
+    class.define_method("push_dedup", magnus::method!(Engine::push_dedup, 4))?;
+    class.define_method("set_feature", magnus::method!(Engine::set_feature, 2))?;
+    class.define_method("features", magnus::method!(Engine::features, 0))?;
     class.define_method("stats", magnus::method!(Engine::stats, 0))?;
     class.define_method("queue_size", magnus::method!(Engine::queue_size, 1))?;
     class.define_method("ping", magnus::method!(Engine::ping, 0))?;
-    class.define_method("start_server", magnus::method!(Engine::start_server, 6))?;
+    class.define_method("start_server", magnus::method!(Engine::start_server, 7))?;
+    class.define_method("migrate_queue", magnus::method!(Engine::migrate_queue, 2))?;
     Ok(())
 }

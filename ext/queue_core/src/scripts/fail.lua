@@ -24,4 +24,11 @@ elseif action == 'dead' then
   redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', ARGV[6])
   redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -tonumber(ARGV[7]))
 end
+
+-- A deduplicated job (until_executed) releases its idempotency key in the same step (dedup_fns.lua).
+-- KEYS[7..10]  idempotency key, its side hash, the queue, queues
+-- ARGV[8..12]  jid, job to reschedule or '', its jid, TTL, queue name
+if #KEYS >= 10 then
+  dedup_release(KEYS[7], KEYS[8], KEYS[9], KEYS[10], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12])
+end
 return 1

@@ -1,0 +1,548 @@
+//! GitLab-style deduplication of idempotent jobs, on Sidekiq's wire format as GitLab writes it.
+//!
+//! A deduplicated push takes the job's idempotency key, `duplicate:<queue>:<sha256 hex of
+//! "<class>:<args JSON>">`, with `SET NX EX ttl` in the same atomic step as the push itself
+//! (`dedup_push.lua`, one round trip for any number of jobs). A job that finds the key held is a
+//! duplicate of the holder: dropped if its worker is idempotent (and the queue's
+//! `disable_<queue>_deduplication` flag is off), else pushed with a `duplicate-of` mark.
+//!
+//! The server side folds into calls a fetcher makes anyway ([`Release`]): `until_executing` releases
+//! the key with an unreplied write just before the job starts; `until_executed` releases it in the
+//! job's acknowledgement (one unreplied `EVAL` that also does the `LREM`) or in `fail.lua`. A release
+//! compares the jid, so it never deletes a key a newer job holds; with `reschedule_once` it re-enqueues
+//! the job once when a duplicate was dropped meanwhile, in the same step.
+//!
+//! Latest-wins metadata: a dropped duplicate's `wal_locations` (name → position) are kept beside the
+//! key when newer than what is kept (`"0/D525E3A8"`-style positions compare as hex pairs, plain
+//! numbers numerically), and handed to the job that runs, merged with its own by the same rule.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+use redis::ScriptInvocation;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::blocking::SyncConn;
+use crate::client::check_queue_name;
+use crate::clock::{float_string, now_f64};
+use crate::error::{Error, Result};
+use crate::fetch::Unit;
+use crate::job::Job;
+use crate::keys::Keys;
+use crate::scripts;
+
+/// GitLab's default lifetime of an idempotency key.
+pub const DEFAULT_TTL_SECS: u64 = 6 * 60 * 60;
+
+/// Job fields written by deduplication (GitLab's names).
+pub const IDEMPOTENCY_KEY: &str = "idempotency_key";
+pub const DUPLICATE_OF: &str = "duplicate-of";
+pub const RESCHEDULED_ONCE: &str = "rescheduled_once";
+pub const WAL_LOCATIONS: &str = "wal_locations";
+
+/// SHA-256 hex of `"<class>:<args JSON>"`, the last part of an idempotency key.
+pub fn digest(class: &str, args_json: &[u8]) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(class.as_bytes());
+    hasher.update(b":");
+    hasher.update(args_json);
+    hex(&hasher.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// The feature flag that turns dropping off for a queue (GitLab's name).
+pub fn flag_name(queue: &str) -> String {
+    format!("disable_{queue}_deduplication")
+}
+
+/// How a push learns whether its queue's flag turns dropping off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagCheck {
+    /// Read `jq:features` inside the push script (no extra round trip).
+    Redis,
+    /// The caller checked: dropping is off (`true`) or on (`false`).
+    Given(bool),
+}
+
+/// What a deduplicated push needs to know of its worker.
+#[derive(Debug, Clone)]
+pub struct PushOptions {
+    pub class: String,
+    /// Seconds the key lives (a scheduled job's delay is added).
+    pub ttl: u64,
+    /// The worker is idempotent: duplicates are dropped rather than marked.
+    pub idempotent: bool,
+    /// `if_deduplicated: :reschedule_once`: a drop is recorded for the holder's release.
+    pub reschedule: bool,
+    pub flag: FlagCheck,
+}
+
+/// One job to push: its jid, its JSON (without `idempotency_key`), the JSON of the arguments to
+/// hash, and its run-at time if it is scheduled.
+#[derive(Debug, Clone)]
+pub struct DedupJob {
+    pub jid: String,
+    pub json: Vec<u8>,
+    pub args: Vec<u8>,
+    pub at: Option<f64>,
+}
+
+/// What became of one job of a deduplicated push.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Pushed; it holds its key.
+    Pushed,
+    /// Pushed with `duplicate-of: <jid>` (its worker is not idempotent, or dropping is off).
+    Marked(String),
+    /// Dropped as a duplicate of the job `jid`.
+    Dropped(String),
+}
+
+/// The `dedup_push.lua` call for `jobs` of one worker onto `queue` (or the schedule).
+pub fn push_invocation(
+    keys: &Keys,
+    queue: &str,
+    opts: &PushOptions,
+    jobs: &[DedupJob],
+    now: f64,
+) -> Result<ScriptInvocation<'static>> {
+    check_queue_name(queue)?;
+    if opts.ttl == 0 {
+        return Err(Error::InvalidArgument(
+            "deduplication ttl must be at least one second".to_owned(),
+        ));
+    }
+    let (flag_field, drop) = match opts.flag {
+        FlagCheck::Redis => (flag_name(queue), opts.idempotent),
+        FlagCheck::Given(off) => (String::new(), opts.idempotent && !off),
+    };
+    let mut inv = scripts::DEDUP_PUSH.prepare_invoke();
+    inv.key(keys.queues())
+        .key(keys.queue(queue))
+        .key(keys.schedule())
+        .key(keys.features())
+        .arg(queue)
+        .arg(flag_field)
+        .arg(if drop { "1" } else { "0" })
+        .arg(if opts.reschedule { "1" } else { "0" });
+    for job in jobs {
+        let key = keys.duplicate(queue, &digest(&opts.class, &job.args));
+        if job.jid.is_empty() {
+            return Err(Error::InvalidJob(
+                "a deduplicated job needs a jid".to_owned(),
+            ));
+        }
+        let (json, positions) = with_key(&job.json, &key)?;
+        let (ttl, at) = match job.at {
+            Some(at) if !at.is_finite() => {
+                return Err(Error::InvalidArgument(format!(
+                    "scheduled time must be a finite number, got {at}"
+                )))
+            }
+            Some(at) => (
+                opts.ttl + (at - now).max(0.0).ceil() as u64,
+                float_string(at),
+            ),
+            None => (opts.ttl, String::new()),
+        };
+        inv.key(&key).key(Keys::duplicate_meta(&key));
+        inv.arg(&job.jid)
+            .arg(ttl)
+            .arg(at)
+            .arg(json)
+            .arg(positions.len());
+        for (name, position) in positions {
+            inv.arg(name).arg(position);
+        }
+    }
+    Ok(inv)
+}
+
+/// Replication positions: (name, position) pairs, in the job's order.
+pub type Positions = Vec<(String, String)>;
+
+/// The job JSON with `"idempotency_key": key` added, and its `wal_locations`. A job without either
+/// field (the common case) gets the field spliced in before its closing brace, without a parse;
+/// otherwise it is parsed and rewritten (numbers keep their digits, fields their order).
+fn with_key(json: &[u8], key: &str) -> Result<(Vec<u8>, Positions)> {
+    let plain = json.len() > 2
+        && json.first() == Some(&b'{')
+        && json.last() == Some(&b'}')
+        && !contains(json, b"\"idempotency_key\"")
+        && !contains(json, b"\"wal_locations\"");
+    if plain {
+        let quoted = serde_json::to_string(key).map_err(|e| Error::InvalidJob(e.to_string()))?;
+        let mut out = Vec::with_capacity(json.len() + quoted.len() + 20);
+        out.extend_from_slice(&json[..json.len() - 1]);
+        out.extend_from_slice(b",\"idempotency_key\":");
+        out.extend_from_slice(quoted.as_bytes());
+        out.push(b'}');
+        return Ok((out, Vec::new()));
+    }
+    let mut parsed = Job::parse(json)?;
+    parsed.set(IDEMPOTENCY_KEY, Value::String(key.to_owned()));
+    let positions = positions_of(&parsed);
+    Ok((parsed.to_json().into_bytes(), positions))
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Reads the script's reply: one status per job.
+pub fn outcomes(reply: Vec<String>) -> Vec<Outcome> {
+    reply
+        .into_iter()
+        .map(|s| match s.split_at_checked(1) {
+            Some(("d", jid)) => Outcome::Dropped(jid.to_owned()),
+            Some(("m", jid)) => Outcome::Marked(jid.to_owned()),
+            _ => Outcome::Pushed,
+        })
+        .collect()
+}
+
+/// Pushes jobs of one worker with deduplication, in one round trip on a caller's connection.
+pub fn push_sync(
+    conn: &mut SyncConn,
+    queue: &str,
+    opts: &PushOptions,
+    jobs: &[DedupJob],
+) -> Result<Vec<Outcome>> {
+    let inv = push_invocation(conn.keys(), queue, opts, jobs, now_f64())?;
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(outcomes(conn.script::<Vec<String>>(&inv)?))
+}
+
+/// A job's `wal_locations` as (name, position) pairs; numbers keep their digits.
+fn positions_of(job: &Job) -> Vec<(String, String)> {
+    let Some(Value::Object(map)) = job.get(WAL_LOCATIONS) else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter_map(|(name, v)| match v {
+            Value::String(s) => Some((name.clone(), s.clone())),
+            Value::Number(n) => Some((name.clone(), n.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A replication position: `"hi/lo"` in hex (a Postgres LSN) or a plain number.
+fn position(p: &str) -> Option<(f64, f64)> {
+    if let Some((hi, lo)) = p.split_once('/') {
+        let hi = u64::from_str_radix(hi, 16).ok()?;
+        let lo = u64::from_str_radix(lo, 16).ok()?;
+        return Some((hi as f64, lo as f64));
+    }
+    p.parse::<f64>().ok().map(|n| (n, 0.0))
+}
+
+/// Whether position `a` is newer than `b`, as `dedup_fns.lua` decides it (unreadable positions
+/// compare as strings).
+pub fn newer(a: &str, b: &str) -> bool {
+    match (position(a), position(b)) {
+        (Some(x), Some(y)) => x.partial_cmp(&y) == Some(Ordering::Greater),
+        _ => a > b,
+    }
+}
+
+/// The running job's own positions merged with those kept for it (`wal:<name>` fields of the side
+/// hash, as a flat field/value list), newest wins; the job's own order first.
+pub fn merge_positions(raw_job: &[u8], kept: &[String]) -> Vec<(String, String)> {
+    let mut merged = Job::parse(raw_job)
+        .map(|j| positions_of(&j))
+        .unwrap_or_default();
+    for pair in kept.chunks_exact(2) {
+        let Some(name) = pair[0].strip_prefix("wal:") else {
+            continue;
+        };
+        match merged.iter_mut().find(|(n, _)| n == name) {
+            Some((_, pos)) if newer(&pair[1], pos) => pair[1].clone_into(pos),
+            Some(_) => {}
+            None => merged.push((name.to_owned(), pair[1].clone())),
+        }
+    }
+    merged
+}
+
+/// Deletes an idempotency key and its side hash if the job ARGV[1] holds it: the release as a job
+/// starts (`until_executing`), sent unreplied as `EVAL` (a `NOSCRIPT` would go unseen), so short.
+const RELEASE_ONLY: &str = "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1],KEYS[2]) end return 0";
+
+/// How a running deduplicated job gives back its key.
+#[derive(Debug, Clone)]
+pub struct Release {
+    /// Its `idempotency_key`.
+    pub key: String,
+    pub jid: String,
+    /// TTL for the key a rescheduled copy takes.
+    pub ttl: u64,
+    /// `reschedule_once`: re-enqueue the job once if a duplicate was dropped while it held the key.
+    pub reschedule: bool,
+}
+
+impl Release {
+    /// The job to re-enqueue and its jid: a fresh copy of `raw` (new jid and times, no retry
+    /// bookkeeping) marked `rescheduled_once`. `None` unless `reschedule` and the job is readable.
+    fn rescheduled(&self, raw: &[u8]) -> Option<(String, String)> {
+        if !self.reschedule {
+            return None;
+        }
+        let mut job = Job::parse(raw).ok()?;
+        let jid = hex(&rand::random::<[u8; 12]>());
+        let now = now_f64();
+        job.set("jid", Value::String(jid.clone()));
+        for field in [
+            DUPLICATE_OF,
+            "retry_count",
+            "failed_at",
+            "retried_at",
+            "error_message",
+            "error_class",
+            "error_backtrace",
+        ] {
+            job.remove(field);
+        }
+        job.set(RESCHEDULED_ONCE, Value::Bool(true));
+        job.set_float("created_at", now);
+        job.set_float("enqueued_at", now);
+        Some((job.to_json(), jid))
+    }
+
+    /// The `dedup_release.lua` command for `unit`: releases the key (`release`), acknowledges the
+    /// job first (`ack`), returns the side hash (`read`). Sent as `EVAL`, safe to write unreplied.
+    /// The release as a job starts (`until_executing`): compare and delete, nothing else.
+    pub fn start_command(&self) -> redis::Cmd {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(RELEASE_ONLY)
+            .arg(2)
+            .arg(&self.key)
+            .arg(Keys::duplicate_meta(&self.key))
+            .arg(&self.jid);
+        cmd
+    }
+
+    pub fn command(
+        &self,
+        keys: &Keys,
+        unit: &Unit,
+        release: bool,
+        ack: bool,
+        read: bool,
+    ) -> redis::Cmd {
+        if release && !ack && !read {
+            return self.start_command();
+        }
+        let (job, new_jid) = if release && ack {
+            self.rescheduled(&unit.raw).unwrap_or_default()
+        } else {
+            Default::default()
+        };
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(scripts::DEDUP_RELEASE_SOURCE.as_str())
+            .arg(5)
+            .arg(&self.key)
+            .arg(Keys::duplicate_meta(&self.key))
+            .arg(keys.queue(&unit.queue))
+            .arg(keys.queues())
+            .arg(&unit.working)
+            .arg(if release { self.jid.as_str() } else { "" })
+            .arg(job)
+            .arg(new_jid)
+            .arg(self.ttl)
+            .arg(&unit.queue)
+            .arg(if ack { unit.raw.as_slice() } else { b"" })
+            .arg(if read { "1" } else { "0" });
+        cmd
+    }
+
+    /// Adds the release to a `fail.lua` call (KEYS[7..10], ARGV[8..12]); `reschedule` only when the
+    /// failed job will not be retried (a retry does the work anyway).
+    pub fn extend_fail(
+        &self,
+        inv: &mut ScriptInvocation<'static>,
+        keys: &Keys,
+        unit: &Unit,
+        reschedule: bool,
+    ) {
+        let (job, new_jid) = if reschedule {
+            self.rescheduled(&unit.raw).unwrap_or_default()
+        } else {
+            Default::default()
+        };
+        inv.key(&self.key)
+            .key(Keys::duplicate_meta(&self.key))
+            .key(keys.queue(&unit.queue))
+            .key(keys.queues())
+            .arg(&self.jid)
+            .arg(job)
+            .arg(new_jid)
+            .arg(self.ttl)
+            .arg(&unit.queue);
+    }
+}
+
+/// The idempotency key, jid and class of a job that may hold its key and carries no positions to
+/// hand over: it has `idempotency_key`, and neither `duplicate-of` (a marked duplicate never holds
+/// the key) nor `wal_locations`. A byte search first, so other jobs cost no parse.
+pub fn plain_holder(raw: &[u8]) -> Option<(String, String, String)> {
+    if !contains(raw, b"\"idempotency_key\"")
+        || contains(raw, b"\"duplicate-of\"")
+        || contains(raw, b"\"wal_locations\"")
+    {
+        return None;
+    }
+    // Only the three fields are kept; the rest of the job is skipped, not built.
+    let peek: Peek<'_> = serde_json::from_slice(raw).ok()?;
+    Some((
+        peek.idempotency_key?.into_owned(),
+        peek.jid?.into_owned(),
+        peek.class?.into_owned(),
+    ))
+}
+
+#[derive(serde::Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    idempotency_key: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    jid: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    class: Option<Cow<'a, str>>,
+}
+
+/// `cmd` with its reply switched off (`CLIENT REPLY SKIP` first), ready to write without reading.
+pub fn unreplied(cmd: &redis::Cmd) -> Vec<u8> {
+    let mut bytes = redis::cmd("CLIENT")
+        .arg("REPLY")
+        .arg("SKIP")
+        .get_packed_command();
+    bytes.extend(cmd.get_packed_command());
+    bytes
+}
+
+/// Sets (`on`) or clears a feature flag in `jq:features`.
+pub fn set_flag_cmd(keys: &Keys, name: &str, on: bool) -> redis::Cmd {
+    let mut cmd = redis::cmd(if on { "HSET" } else { "HDEL" });
+    cmd.arg(keys.features()).arg(name);
+    if on {
+        cmd.arg("1");
+    }
+    cmd
+}
+
+/// Reads every feature flag (a flat field/value list).
+pub fn flags_cmd(keys: &Keys) -> redis::Cmd {
+    let mut cmd = redis::cmd("HGETALL");
+    cmd.arg(keys.features());
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digest_is_sha256_hex_of_class_colon_args() {
+        // printf '%s' 'AuthorizedProjectsWorker:[42]' | sha256sum
+        assert_eq!(
+            digest("AuthorizedProjectsWorker", b"[42]"),
+            "30aaef31bf07a7522f054eda0fe1ce71cfc8a8a770308d27fb626b410615588f"
+        );
+        // printf '%s' 'W:[]' | sha256sum
+        assert_eq!(
+            digest("W", b"[]"),
+            "89ceac7d1b754535cee78c46892ed71881631bf13cd46126916ff7651abda617"
+        );
+    }
+
+    #[test]
+    fn the_key_is_spliced_in_or_set_by_a_rewrite() {
+        let (json, positions) =
+            with_key(br#"{"class":"W","args":[1.50]}"#, "duplicate:q:a\"b").expect("ok");
+        assert_eq!(
+            String::from_utf8(json).expect("utf-8"),
+            r#"{"class":"W","args":[1.50],"idempotency_key":"duplicate:q:a\"b"}"#
+        );
+        assert!(positions.is_empty());
+        let raw = br#"{"idempotency_key":"old","args":[1.50],"wal_locations":{"main":"0/A"}}"#;
+        let (json, positions) = with_key(raw, "new").expect("ok");
+        assert_eq!(
+            String::from_utf8(json).expect("utf-8"),
+            r#"{"idempotency_key":"new","args":[1.50],"wal_locations":{"main":"0/A"}}"#
+        );
+        assert_eq!(positions, vec![("main".to_owned(), "0/A".to_owned())]);
+    }
+
+    #[test]
+    fn positions_compare_as_lsns_or_numbers() {
+        assert!(newer("0/D525E3A8", "0/D525E3A7"));
+        assert!(newer("1/0", "0/FFFFFFFF"));
+        assert!(!newer("0/A", "0/A"));
+        assert!(newer("10", "9"));
+        assert!(!newer("9", "10"));
+    }
+
+    #[test]
+    fn merge_keeps_the_newest_and_adds_unknown_names() {
+        let raw = br#"{"jid":"j","wal_locations":{"main":"0/10","ci":"0/5"}}"#;
+        let kept: Vec<String> = [
+            "dropped", "1", "wal:main", "0/F", "wal:ci", "0/6", "wal:geo", "7",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            merge_positions(raw, &kept),
+            vec![
+                ("main".to_owned(), "0/10".to_owned()),
+                ("ci".to_owned(), "0/6".to_owned()),
+                ("geo".to_owned(), "7".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn outcomes_read_the_script_reply() {
+        let reply = ["", "mabc", "dxyz"].map(String::from).to_vec();
+        assert_eq!(
+            outcomes(reply),
+            vec![
+                Outcome::Pushed,
+                Outcome::Marked("abc".into()),
+                Outcome::Dropped("xyz".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_rescheduled_copy_has_a_new_jid_and_the_mark() {
+        let rel = Release {
+            key: "duplicate:q:x".into(),
+            jid: "old".into(),
+            ttl: 60,
+            reschedule: true,
+        };
+        let raw = br#"{"class":"W","args":[12345678901234567890123],"jid":"old","retry_count":2,"duplicate-of":"z"}"#;
+        let (json, jid) = rel.rescheduled(raw).expect("readable");
+        assert_eq!(jid.len(), 24);
+        assert!(json.starts_with(&format!(
+            r#"{{"class":"W","args":[12345678901234567890123],"jid":"{jid}","rescheduled_once":true,"created_at":"#
+        )), "{json}");
+        assert!(
+            !json.contains("retry_count") && !json.contains("duplicate-of"),
+            "{json}"
+        );
+    }
+}

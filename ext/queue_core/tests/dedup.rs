@@ -1,0 +1,378 @@
+//! GitLab-style deduplication against a real Redis: the push takes the idempotency key atomically,
+//! duplicates are dropped or marked, and a fetcher releases the key at start or with the ack/failure
+//! (rescheduling once when a duplicate was dropped meanwhile), handing over the newest positions.
+
+mod support;
+
+use std::time::Duration;
+
+use queue_core::blocking::SyncConn;
+use queue_core::dedup::{self, DedupJob, FlagCheck, Outcome, PushOptions, Release};
+use queue_core::fetch::Fetcher;
+use queue_core::retry::{Failure, RetryIn};
+use queue_core::server::Server;
+use serde_json::Value;
+
+use support::*;
+
+const IDENTITY: &str = "host:123:abcdefabcdef";
+
+fn opts(idempotent: bool, reschedule: bool) -> PushOptions {
+    PushOptions {
+        class: "W".to_owned(),
+        ttl: 600,
+        idempotent,
+        reschedule,
+        flag: FlagCheck::Redis,
+    }
+}
+
+fn job(jid: &str, extra: &str) -> DedupJob {
+    DedupJob {
+        jid: jid.to_owned(),
+        json: format!(r#"{{"class":"W","args":[1,12345678901234567890.50],"queue":"default","jid":"{jid}"{extra}}}"#)
+            .into_bytes(),
+        args: b"[1,12345678901234567890.50]".to_vec(),
+        at: None,
+    }
+}
+
+fn push(conn: &mut SyncConn, opts: &PushOptions, jobs: &[DedupJob]) -> Vec<Outcome> {
+    dedup::push_sync(conn, "default", opts, jobs).expect("push")
+}
+
+fn key(t: &TestRedis) -> String {
+    t.redis().keys().duplicate(
+        "default",
+        &dedup::digest("W", b"[1,12345678901234567890.50]"),
+    )
+}
+
+fn parse(raw: &[u8]) -> Value {
+    serde_json::from_slice(raw).expect("job JSON")
+}
+
+fn server(t: &TestRedis) -> Server {
+    let mut config = server_config(IDENTITY, &[("default", 1)]);
+    config.concurrency = 1;
+    config.max_batch = 1;
+    Server::start(t.redis(), config).expect("server starts")
+}
+
+fn take(fetcher: &mut Fetcher) -> Vec<u8> {
+    fetcher
+        .next(Duration::from_secs(5))
+        .expect("fetch")
+        .expect("a job")
+        .1
+}
+
+fn release(t: &TestRedis, jid: &str, reschedule: bool) -> Release {
+    Release {
+        key: key(t),
+        jid: jid.to_owned(),
+        ttl: 600,
+        reschedule,
+    }
+}
+
+#[test]
+fn idempotent_duplicates_are_dropped_in_one_atomic_push() {
+    let t = TestRedis::with_namespace("resque:gitlab:");
+    let mut conn = SyncConn::new(&t.redis());
+    let mut c = t.conn();
+    let outcomes = push(&mut conn, &opts(true, false), &[job("a", ""), job("b", "")]);
+    assert_eq!(
+        outcomes,
+        vec![Outcome::Pushed, Outcome::Dropped("a".into())]
+    );
+    let k = key(&t);
+    assert!(k.starts_with("resque:gitlab:duplicate:default:"), "{k}");
+    let stored = lrange(&mut c, &t.key("queue:default"));
+    assert_eq!(stored.len(), 1);
+    let expected = format!(
+        r#"{{"class":"W","args":[1,12345678901234567890.50],"queue":"default","jid":"a","idempotency_key":"{k}"}}"#
+    );
+    assert_eq!(
+        text(&stored[0]),
+        expected,
+        "numbers byte for byte, key added"
+    );
+    let holder: String = redis::cmd("GET").arg(&k).query(&mut c).expect("GET");
+    assert_eq!(holder, "a");
+    let left = ttl(&mut c, &k);
+    assert!((595..=600).contains(&left), "ttl {left}");
+    assert_eq!(
+        smembers(&mut c, &t.key("queues")),
+        vec!["default".to_owned()]
+    );
+}
+
+#[test]
+fn other_duplicates_are_marked_and_pushed() {
+    let t = TestRedis::start();
+    let mut conn = SyncConn::new(&t.redis());
+    let mut c = t.conn();
+    let outcomes = push(
+        &mut conn,
+        &opts(false, false),
+        &[job("a", ""), job("b", "")],
+    );
+    assert_eq!(outcomes, vec![Outcome::Pushed, Outcome::Marked("a".into())]);
+    let run_order = queue_in_run_order(&mut c, "queue:default");
+    assert_eq!(parse(&run_order[1])["duplicate-of"], "a");
+    assert!(parse(&run_order[0]).get("duplicate-of").is_none());
+}
+
+#[test]
+fn the_queue_flag_turns_dropping_off_from_redis_or_the_caller() {
+    let t = TestRedis::start();
+    let redis = t.redis();
+    let mut conn = SyncConn::new(&redis);
+    let flag = dedup::flag_name("default");
+    assert_eq!(flag, "disable_default_deduplication");
+    conn.cmd::<i64>(&dedup::set_flag_cmd(redis.keys(), &flag, true))
+        .expect("set flag");
+    let outcomes = push(&mut conn, &opts(true, false), &[job("a", ""), job("b", "")]);
+    assert_eq!(outcomes, vec![Outcome::Pushed, Outcome::Marked("a".into())]);
+    conn.cmd::<i64>(&dedup::set_flag_cmd(redis.keys(), &flag, false))
+        .expect("clear flag");
+    assert_eq!(
+        push(&mut conn, &opts(true, false), &[job("c", "")]),
+        vec![Outcome::Dropped("a".into())]
+    );
+    let mut given = opts(true, false);
+    given.flag = FlagCheck::Given(true);
+    assert_eq!(
+        push(&mut conn, &given, &[job("d", "")]),
+        vec![Outcome::Marked("a".into())]
+    );
+}
+
+#[test]
+fn scheduled_jobs_live_for_their_delay_plus_the_ttl() {
+    let t = TestRedis::start();
+    let mut conn = SyncConn::new(&t.redis());
+    let mut c = t.conn();
+    let mut scheduled = job("a", "");
+    scheduled.at = Some(queue_core::clock::now_f64() + 100.0);
+    let outcomes = push(
+        &mut conn,
+        &opts(true, false),
+        &[scheduled.clone(), job("b", "")],
+    );
+    assert_eq!(
+        outcomes,
+        vec![Outcome::Pushed, Outcome::Dropped("a".into())]
+    );
+    assert_eq!(zmembers(&mut c, "schedule").len(), 1);
+    assert_eq!(llen(&mut c, "queue:default"), 0);
+    let left = ttl(&mut c, &key(&t));
+    assert!((695..=701).contains(&left), "ttl {left}");
+}
+
+#[test]
+fn until_executing_releases_before_the_job_starts_and_only_its_own_key() {
+    let t = TestRedis::start();
+    let mut conn = SyncConn::new(&t.redis());
+    let mut c = t.conn();
+    push(&mut conn, &opts(true, false), &[job("a", "")]);
+    let server = server(&t);
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    take(&mut fetcher);
+    // Someone else's jid does not release the key (read: the release runs in this round trip).
+    fetcher
+        .dedup(release(&t, "zzz", false), false, true)
+        .expect("dedup");
+    assert!(exists(&mut c, &key(&t)), "a newer holder's key survives");
+    fetcher.done();
+    // The job that holds it does, before it starts: a duplicate is queued again.
+    push(&mut conn, &opts(true, false), &[job("c", "")]);
+    assert_eq!(
+        llen(&mut c, "queue:default"),
+        0,
+        "c dropped while a is queued"
+    );
+    redis::cmd("DEL").arg(key(&t)).exec(&mut c).expect("DEL");
+    push(&mut conn, &opts(true, false), &[job("c", "")]);
+    let raw = take(&mut fetcher);
+    assert_eq!(parse(&raw)["jid"], "c");
+    fetcher
+        .dedup(release(&t, "c", false), false, false)
+        .expect("dedup");
+    wait_for("the key is released", || !exists(&mut c, &key(&t)));
+    assert_eq!(
+        push(&mut conn, &opts(true, false), &[job("d", "")]),
+        vec![Outcome::Pushed]
+    );
+    fetcher.done();
+    drop(fetcher);
+    server.stop().expect("stop");
+}
+
+#[test]
+fn until_executed_releases_with_the_ack_and_reschedules_once() {
+    let t = TestRedis::start();
+    let mut conn = SyncConn::new(&t.redis());
+    let mut c = t.conn();
+    push(&mut conn, &opts(true, true), &[job("a", "")]);
+    let server = server(&t);
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    take(&mut fetcher);
+    fetcher
+        .dedup(release(&t, "a", true), true, false)
+        .expect("dedup");
+    // Dropped while a runs: recorded for the reschedule.
+    assert_eq!(
+        push(&mut conn, &opts(true, true), &[job("b", "")]),
+        vec![Outcome::Dropped("a".into())]
+    );
+    assert_eq!(llen(&mut c, "queue:default"), 0);
+    fetcher.done();
+    wait_for("a rescheduled", || llen(&mut c, "queue:default") == 1);
+    let again = lrange(&mut c, "queue:default").remove(0);
+    let again_job = parse(&again);
+    assert_eq!(again_job["rescheduled_once"], Value::Bool(true));
+    let new_jid = again_job["jid"].as_str().expect("jid").to_owned();
+    assert_ne!(new_jid, "a");
+    let holder: String = redis::cmd("GET").arg(key(&t)).query(&mut c).expect("GET");
+    assert_eq!(holder, new_jid, "the rescheduled job holds the key");
+    assert!(text(&again).contains("[1,12345678901234567890.50]"));
+    // The rescheduled run, with no duplicate meanwhile, releases without another reschedule.
+    take(&mut fetcher);
+    fetcher
+        .dedup(release(&t, &new_jid, true), true, false)
+        .expect("dedup");
+    fetcher.done();
+    wait_for("released", || !exists(&mut c, &key(&t)));
+    assert_eq!(llen(&mut c, "queue:default"), 0);
+    drop(fetcher);
+    server.stop().expect("stop");
+}
+
+#[test]
+fn until_executed_releases_when_the_job_fails() {
+    let t = TestRedis::start();
+    let mut conn = SyncConn::new(&t.redis());
+    let mut c = t.conn();
+    push(&mut conn, &opts(true, false), &[job("a", "")]);
+    let server = server(&t);
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    take(&mut fetcher);
+    fetcher
+        .dedup(release(&t, "a", false), true, false)
+        .expect("dedup");
+    assert!(exists(&mut c, &key(&t)));
+    let failure = Failure {
+        error_class: "RuntimeError".to_owned(),
+        error_message: "boom".to_owned(),
+        backtrace: vec![],
+        retry_in: RetryIn::Default,
+        worker_retry: None,
+    };
+    fetcher.fail(&failure).expect("filed");
+    assert!(!exists(&mut c, &key(&t)), "released in the same step");
+    assert_eq!(zmembers(&mut c, "retry").len(), 1);
+    drop(fetcher);
+    server.stop().expect("stop");
+}
+
+#[test]
+fn dropped_duplicates_hand_their_newest_positions_to_the_job_that_runs() {
+    let t = TestRedis::start();
+    let mut conn = SyncConn::new(&t.redis());
+    let wal = |main: &str, ci: &str| format!(r#","wal_locations":{{"main":"{main}","ci":"{ci}"}}"#);
+    push(
+        &mut conn,
+        &opts(true, false),
+        &[job("a", &wal("0/A0", "0/5"))],
+    );
+    push(
+        &mut conn,
+        &opts(true, false),
+        &[job("b", &wal("0/B0", "0/4"))],
+    );
+    push(
+        &mut conn,
+        &opts(true, false),
+        &[job("c", &wal("0/9F", "0/3"))],
+    );
+    let server = server(&t);
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    take(&mut fetcher);
+    let merged = fetcher
+        .dedup(release(&t, "a", false), false, true)
+        .expect("dedup")
+        .expect("positions");
+    assert_eq!(
+        merged,
+        vec![
+            ("main".to_owned(), "0/B0".to_owned()),
+            ("ci".to_owned(), "0/5".to_owned())
+        ]
+    );
+    let mut c = t.conn();
+    assert!(!exists(&mut c, &key(&t)));
+    assert!(!exists(&mut c, &format!("{}:meta", key(&t))));
+    fetcher.done();
+    drop(fetcher);
+    server.stop().expect("stop");
+}
+
+#[test]
+fn the_next_buffered_jobs_key_goes_out_with_the_ack_before_it() {
+    let t = TestRedis::start();
+    let redis = t.redis();
+    let mut conn = SyncConn::new(&redis);
+    let mut c = t.conn();
+    let numbered = |n: usize| DedupJob {
+        jid: format!("j{n}"),
+        json: format!(r#"{{"class":"W","args":[{n}],"queue":"default","jid":"j{n}"}}"#)
+            .into_bytes(),
+        args: format!("[{n}]").into_bytes(),
+        at: None,
+    };
+    let jobs: Vec<DedupJob> = (1..=4).map(numbered).collect();
+    push(&mut conn, &opts(true, false), &jobs);
+    let key_of = |n: usize| {
+        redis
+            .keys()
+            .duplicate("default", &dedup::digest("W", format!("[{n}]").as_bytes()))
+    };
+    let mut config = server_config(IDENTITY, &[("default", 1)]);
+    config.concurrency = 1;
+    config.max_batch = 5;
+    let server = Server::start(t.redis(), config).expect("server starts");
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    let release_of = |n: usize| Release {
+        key: key_of(n),
+        jid: format!("j{n}"),
+        ttl: 600,
+        reschedule: false,
+    };
+    // Job 1 comes alone (the queue is untimed); its dedup call teaches the fetcher the class.
+    assert_eq!(parse(&take(&mut fetcher))["jid"], "j1");
+    fetcher.dedup(release_of(1), false, false).expect("dedup");
+    fetcher.done();
+    // Jobs 2-4 come as one batch; 2 releases as it starts, and its ack carries 3's release.
+    assert_eq!(parse(&take(&mut fetcher))["jid"], "j2");
+    fetcher.dedup(release_of(2), false, false).expect("dedup");
+    assert!(
+        exists(&mut c, &key_of(3)),
+        "3 still holds its key while 2 runs"
+    );
+    fetcher.done();
+    wait_for("3's key released with 2's ack", || {
+        !exists(&mut c, &key_of(3))
+    });
+    assert!(exists(&mut c, &key_of(4)));
+    assert_eq!(parse(&take(&mut fetcher))["jid"], "j3");
+    fetcher.dedup(release_of(3), false, false).expect("dedup");
+    fetcher.done();
+    assert_eq!(parse(&take(&mut fetcher))["jid"], "j4");
+    fetcher.dedup(release_of(4), false, false).expect("dedup");
+    fetcher.done();
+    wait_for("every key released", || !exists(&mut c, &key_of(4)));
+    drop(fetcher);
+    server.stop().expect("stop");
+}

@@ -1,0 +1,118 @@
+# frozen_string_literal: true
+
+# App for spec/api/dedup_spec.rb and spec/reliability/dedup_race_spec.rb: deduplicated workers. A
+# server middleware records every job of theirs as `perform` sees it (fields deduplication adds
+# included); gated jobs wait for the spec to open their gate.
+require_relative "basic"
+
+JobQueue.config.namespace = ENV["DEDUP_NAMESPACE"] if ENV["DEDUP_NAMESPACE"]
+
+module DedupRecord
+  FIELDS = %w[class jid args idempotency_key duplicate-of rescheduled_once wal_locations].freeze
+
+  def self.call(_worker, job, _queue)
+    Record.redis.rpush("dedup:started", JSON.generate(job.slice(*FIELDS).merge("at" => Time.now.to_f)))
+    yield
+  end
+
+  # Waits (at most 10 s) until the spec opens the gate named by the job's argument.
+  def self.gate(arg)
+    Record.redis.blpop("dedup:gate:#{arg}", timeout: 10) if arg.to_s.start_with?("gated")
+  end
+end
+
+class DedupRecordMiddleware
+  def call(worker, job, queue, &block)
+    DedupRecord.call(worker, job, queue, &block)
+  end
+end
+
+JobQueue.configure_server do |config|
+  config.server_middleware { |chain| chain.add(DedupRecordMiddleware) }
+end
+
+class DedupExecutingWorker
+  include JobQueue::Worker
+  deduplicate :until_executing
+  idempotent!
+
+  def perform(arg)
+    DedupRecord.gate(arg)
+  end
+end
+
+class DedupExecutedWorker
+  include JobQueue::Worker
+  deduplicate :until_executed, if_deduplicated: :reschedule_once
+  idempotent!
+
+  def perform(arg)
+    DedupRecord.gate(arg)
+    raise ArgumentError, "asked to fail" if arg == "fail"
+  end
+end
+
+class DedupMarkedWorker
+  include JobQueue::Worker
+  deduplicate :until_executing
+
+  def perform(arg) = nil
+end
+
+class DedupNarrowWorker
+  include JobQueue::Worker
+  idempotent!
+
+  def self.idempotency_arguments(args) = args.first(1)
+
+  def perform(id, _noise) = nil
+end
+
+class DedupScheduledWorker
+  include JobQueue::Worker
+  idempotent!
+  deduplicate :until_executing, including_scheduled: true, ttl: 600
+
+  def perform(arg) = nil
+end
+
+class DedupShortWorker
+  include JobQueue::Worker
+  idempotent!
+  deduplicate :until_executing, ttl: 1
+
+  def perform(arg) = nil
+end
+
+class DedupPlainWorker
+  include JobQueue::Worker
+
+  def perform(arg) = nil
+end
+
+# For the race spec: a job that takes a moment, pushed from many threads at once.
+class DedupRaceWorker
+  include JobQueue::Worker
+  idempotent!
+
+  def perform(_arg) = sleep(0.002)
+end
+
+class DedupRaceRescheduleWorker
+  include JobQueue::Worker
+  deduplicate :until_executed, if_deduplicated: :reschedule_once
+  idempotent!
+
+  def perform(_arg) = sleep(0.002)
+end
+
+# Pushes `worker` with the same argument `times` times from `threads` threads of this process, then
+# records when its last push returned.
+def dedup_race_push(worker, times, threads)
+  Array.new(threads) do |t|
+    Thread.new do
+      ((times + threads - 1 - t) / threads).times { worker.perform_async("same") }
+      Record.redis.rpush("dedup:race:last_push", Time.now.to_f.to_s)
+    end
+  end.each(&:join)
+end
