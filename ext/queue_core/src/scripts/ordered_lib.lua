@@ -1,0 +1,36 @@
+-- Ordered jobs: helpers shared by the settle, fetch, recover and admin scripts (prepended to each by
+-- `ordered::scripts`). `p` is always the queue's key prefix.
+
+-- Sets a value that should be a sorted set but is not (bad data) aside under
+-- `morgue:invalid:<its key's suffix>`, and gives the id a morgue entry that says where: bad data is
+-- never run and never dropped.
+local function ordered_set_aside(p, id, key, now)
+  local suffix = string.sub(key, #p + 1)
+  redis.call('RENAME', key, p .. 'morgue:invalid:' .. suffix)
+  redis.call('ZADD', p .. 'morgue:all_ids_lex', 0, id)
+  redis.call('ZADD', p .. 'morgue:all_ids_scored_by_updated_at', now, id)
+  redis.call('HSET', p .. 'morgue:errors', id,
+    suffix .. ' was not a sorted set; kept as morgue:invalid:' .. suffix)
+end
+
+-- Unions the sorted set `from` into `dest` (identical members keep the lowest score) and deletes
+-- `from`. If either is not a sorted set, it is set aside first (ordered_set_aside), so the script goes
+-- on with what is sound instead of failing half-way.
+local function ordered_union(p, id, dest, from, now)
+  local done = redis.pcall('ZUNIONSTORE', dest, 2, dest, from, 'AGGREGATE', 'MIN')
+  if type(done) == 'table' and done.err then
+    for _, key in ipairs({dest, from}) do
+      local kind = redis.call('TYPE', key).ok
+      if kind ~= 'zset' and kind ~= 'none' then
+        ordered_set_aside(p, id, key, now)
+      end
+    end
+    redis.call('ZUNIONSTORE', dest, 2, dest, from, 'AGGREGATE', 'MIN')
+  end
+  redis.call('DEL', from)
+end
+
+local function ordered_time()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
