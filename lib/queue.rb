@@ -11,8 +11,13 @@ require_relative "queue/native"
 require_relative "queue/json_args"
 require_relative "queue/middleware/chain"
 require_relative "queue/configuration"
+require_relative "queue/feature_flags"
 require_relative "queue/client"
 require_relative "queue/worker"
+require_relative "queue/context"
+require_relative "queue/job_log"
+require_relative "queue/application_worker"
+require_relative "queue/cronjob_queue"
 
 # queue: background jobs on Sidekiq's Redis format, run by a Rust engine.
 #
@@ -59,6 +64,14 @@ module JobQueue
     # The configured engine (Redis connection settings); built on first use.
     def engine
       config.engine
+    end
+
+    # Renames a queue: moves the queued, scheduled and retrying jobs of queue `from` to queue `to`,
+    # rewriting their "queue" (and a "retry_queue" naming `from`), and renames `from`'s deduplication
+    # keys, keeping their TTLs. Each job moves in one atomic step, so it is safe while servers run and
+    # clients push. Returns {"queued" => n, "scheduled" => n, "retry" => n, "keys" => n}.
+    def migrate_queue(from, to)
+      engine.migrate_queue(from.to_s, to.to_s)
     end
 
     # Totals, as Sidekiq::Stats reports them: processed, failed, enqueued, sizes of the sets.

@@ -1,12 +1,15 @@
 //! Every Redis key the engine reads or writes, in one place.
 //!
-//! The Sidekiq keys are spelt exactly as Sidekiq 6.4 / 7.x spell them (see `WIRE.md` §1), so Sidekiq's
+//! The Sidekiq keys are spelt exactly as Sidekiq 6.4 / 7.x spell them (as their `api.rb`, `fetch.rb` and `launcher.rb` read and write them), so Sidekiq's
 //! client, API and dashboard work against our data. Keys that only this engine uses live under `jq:`
 //! so they can never collide with a Sidekiq name. An optional namespace (GitLab runs Sidekiq under
 //! `resque:gitlab:`) prefixes every key, ours included.
 //!
 //! Redis Cluster note: each multi-key script touches one queue (its list and its working lists) or one
 //! sorted set, so a cluster layout only has to add hash tags here.
+
+/// Sidekiq keeps daily stat keys (`stat:processed:<date>`) for five years.
+pub const STATS_TTL_SECS: i64 = 5 * 365 * 24 * 60 * 60;
 
 /// Key names under one namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +126,24 @@ impl Keys {
         self.key(&format!("jq:fetched:{identity}"))
     }
 
+    /// STRING holding the jid of the job that holds an idempotency key (GitLab's deduplication):
+    /// `duplicate:<queue>:<sha256 hex of "<class>:<args JSON>">`. Also the job's `idempotency_key`.
+    pub fn duplicate(&self, queue: &str, digest: &str) -> String {
+        self.key(&format!("duplicate:{queue}:{digest}"))
+    }
+
+    /// HASH beside an idempotency key (`<key>:meta`), of our own: `dropped` when a duplicate was
+    /// dropped for a `reschedule_once` worker, and `wal:<name>` → the newest replication position of
+    /// the dropped duplicates. Expires with the key.
+    pub fn duplicate_meta(key: &str) -> String {
+        format!("{key}:meta")
+    }
+
+    /// HASH of feature flags (name → "1"), read by the push script (`disable_<queue>_deduplication`).
+    pub fn features(&self) -> String {
+        self.key("jq:features")
+    }
+
     /// STRING holding the identity of the process that currently runs the scheduler.
     pub fn scheduler_lock(&self) -> String {
         self.key("jq:scheduler:leader")
@@ -153,6 +174,10 @@ mod tests {
         assert_eq!(k.queue("default"), "resque:gitlab:queue:default");
         assert_eq!(k.dead(), "resque:gitlab:dead");
         assert_eq!(k.alive(), "resque:gitlab:jq:alive");
+        assert_eq!(
+            k.duplicate("authorized_projects", "ab12"),
+            "resque:gitlab:duplicate:authorized_projects:ab12"
+        );
         assert_eq!(
             k.working("mail", "h:1:abc", "3"),
             "resque:gitlab:jq:working:h:1:abc:3:mail"

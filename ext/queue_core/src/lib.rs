@@ -6,24 +6,30 @@
 //! punctual scheduler, and batched acknowledgements. It knows nothing of Ruby: the binding in
 //! `ext/queue` calls it, and `cargo test` runs it against a real Redis.
 //!
-//! Map: [`keys`] names every key; [`client`] pushes; [`fetch`] takes and acknowledges work;
-//! [`retry`] decides what a failure becomes; [`scheduler`] moves due jobs; [`heartbeat`] publishes
-//! the process; [`server`] runs all of it for one process; [`api`] reads.
+//! Map: [`keys`] names every key; [`client`] pushes; [`dedup`] deduplicates pushes (GitLab's idempotent jobs); [`fetch`] takes and acknowledges work;
+//! [`retry`] decides what a failure becomes and [`settle`] files it; [`liveness`] finds dead processes
+//! and puts their work back; [`scheduler`] moves due jobs; [`heartbeat`] publishes the process;
+//! [`server`] runs all of it for one process; [`api`] reads; [`migrate`] renames a queue.
 
 pub mod api;
 pub mod blocking;
 pub mod client;
 pub mod clock;
 pub mod connection;
+pub mod dedup;
 pub mod error;
 pub mod fetch;
 pub mod heartbeat;
 pub mod job;
 pub mod keys;
+pub mod liveness;
+pub mod migrate;
+pub mod ordered;
 pub mod retry;
 pub mod scheduler;
 pub mod scripts;
 pub mod server;
+pub mod settle;
 
 pub use connection::{Redis, RedisConfig};
 pub use error::{Error, Result};

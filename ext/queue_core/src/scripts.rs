@@ -14,10 +14,60 @@ macro_rules! script {
     };
 }
 
+/// A deduplication helper file followed by a script that uses it.
+macro_rules! with_helper {
+    ($helper:literal, $file:literal) => {
+        concat!(
+            include_str!(concat!("scripts/", $helper)),
+            include_str!(concat!("scripts/", $file))
+        )
+    };
+}
+
 script!(FETCH, "fetch.lua");
-script!(FAIL, "fail.lua");
+pub static FAIL: LazyLock<Script> =
+    LazyLock::new(|| Script::new(with_helper!("dedup_release_fn.lua", "fail.lua")));
+pub static DEDUP_PUSH: LazyLock<Script> =
+    LazyLock::new(|| Script::new(with_helper!("dedup_positions.lua", "dedup_push.lua")));
+
+/// `dedup_release.lua`, sent as `EVAL` with its text, since it is written unreplied where a
+/// `NOSCRIPT` error would go unseen. Without its comments and indentation, to keep the bytes Redis
+/// reads and hashes per job few.
+pub static DEDUP_RELEASE_SOURCE: LazyLock<String> =
+    LazyLock::new(|| compact(with_helper!("dedup_release_fn.lua", "dedup_release.lua")));
+
+/// Lua source without comment lines, blank lines and indentation.
+fn compact(source: &str) -> String {
+    source
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_release_script_is_compacted() {
+        assert!(
+            DEDUP_RELEASE_SOURCE.len() < 700,
+            "{}",
+            DEDUP_RELEASE_SOURCE.len()
+        );
+        assert!(!DEDUP_RELEASE_SOURCE.contains("--"));
+        assert!(DEDUP_RELEASE_SOURCE.contains("local function dedup_release"));
+    }
+}
 script!(REQUEUE, "requeue.lua");
 script!(BEAT, "beat.lua");
 script!(ENQUEUE_DUE, "enqueue_due.lua");
 script!(DUE, "due.lua");
 script!(RELEASE, "release.lua");
+script!(MIGRATE_LIST, "migrate_list.lua");
+script!(MIGRATE_SET, "migrate_set.lua");
+script!(MIGRATE_KEYS, "migrate_keys.lua");
+script!(ORDERED_PUSH, "ordered_push.lua");
+script!(ORDERED_LEASE, "ordered_lease.lua");
