@@ -55,12 +55,14 @@ module Bench
       GC.start
       t0 = monotonic
       c0 = Cpu.self_seconds
+      r0 = redis.cpu_seconds
       jobs.times { |n| klass.perform_async(n) }
       seconds = monotonic - t0
+      redis_us = (redis.cpu_seconds - r0) * 1e6 / jobs
       found = redis.client.llen("queue:default")
       raise "enqueue #{mode}: #{found} of #{jobs} jobs queued" unless found == jobs
 
-      {"jobs_per_s" => jobs / seconds, "client_cpu_us" => (Cpu.self_seconds - c0) * 1e6 / jobs}
+      {"jobs_per_s" => jobs / seconds, "client_cpu_us" => (Cpu.self_seconds - c0) * 1e6 / jobs, "redis_cpu_us" => redis_us}
     end
 
     # The jobs are pushed first (untimed); the server is timed from its registration until it has
@@ -92,9 +94,10 @@ module Bench
         off = med.("off", phase, "jobs_per_s")
         on = med.("on", phase, "jobs_per_s")
         slower = 1 - on / off
-        cpu = phase == "enqueue" ? ["client", "client_cpu_us"] : ["Redis", "redis_cpu_us"]
-        extra = " (#{cpu[0]} CPU µs/job off #{Report.num(med.("off", phase, cpu[1]), 1)}, on #{Report.num(med.("on", phase, cpu[1]), 1)})"
-        extra += " (server CPU µs/job off #{Report.num(med.("off", phase, "server_cpu_us"), 1)}, on #{Report.num(med.("on", phase, "server_cpu_us"), 1)})" if phase == "process"
+        sides = phase == "enqueue" ? {"client" => "client_cpu_us"} : {"server" => "server_cpu_us"}
+        extra = sides.merge("Redis" => "redis_cpu_us").map do |side, field|
+          " (#{side} CPU µs/job off #{Report.num(med.("off", phase, field), 1)}, on #{Report.num(med.("on", phase, field), 1)})"
+        end.join
         puts format("  %-8s off %8s jobs/s   on %8s jobs/s   %+.1f%%  %s%s", phase, Report.num(off), Report.num(on), -slower * 100,
           slower <= TARGET_SLOWDOWN ? "met (≤ 15% slower)" : "MISSED (> 15% slower)", extra)
       end
