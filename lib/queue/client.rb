@@ -35,6 +35,18 @@ module JobQueue
       raw_push([job], worker_class).empty? ? job["jid"] : nil
     end
 
+    # `perform_async`: the job built and queued by the engine in one call when nothing in Ruby needs
+    # to see it (DirectPush), else #push. Returns the jid, or nil if the job was not queued.
+    def push_args(worker_class, args)
+      template = direct_push? && worker_class.push_template
+      if template
+        flag = template.deduplicated ? feature_flag(worker_class.get_sidekiq_options["queue"].to_s) : nil
+        pushed = @config.engine.push_new(template.native, args, flag)
+        return pushed || nil unless pushed.nil?
+      end
+      push("class" => worker_class, "args" => args)
+    end
+
     # `items` holds "class", "args" (an Array of argument Arrays), and optionally "at" (one time, or
     # one per job) and any job option. The options are checked once; each job gets its own jid.
     # Returns the jids of the jobs pushed.
@@ -113,6 +125,15 @@ module JobQueue
       pushed = nil
       @config.client_middleware_chain.invoke(worker_class, job, job["queue"], nil) { pushed = job }
       pushed
+    end
+
+    # Whether a job may skip the Ruby-side steps that could change it: no client middleware and no
+    # thread's worker context. JobQueue::Testing's modes say no too.
+    def direct_push?
+      return false unless @config.client_middleware_chain.empty?
+
+      context = Thread.current[Context::THREAD_KEY]
+      context.nil? || context.empty?
     end
 
     def worker_class_of(item)

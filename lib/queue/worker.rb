@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "deduplication"
+require_relative "direct_push"
 
 module JobQueue
   # Include in a class to make it a worker, with Sidekiq's API:
@@ -94,7 +95,7 @@ module JobQueue
       end
 
       def perform_async(*args)
-        client_push("class" => self, "args" => args)
+        JobQueue::Client.new.push_args(self, args)
       end
 
       # Runs after `interval` seconds (or at an epoch time, if the number is that large).
@@ -115,6 +116,17 @@ module JobQueue
 
       def client_push(item)
         JobQueue::Client.new.push(item)
+      end
+
+      # @api private: the engine's template for this worker's `perform_async` (DirectPush), made
+      # again when any worker's options change.
+      def push_template
+        generation = Worker.options_generation
+        return @push_template if @push_template_generation == generation
+
+        @push_template = DirectPush.template_for(self)
+        @push_template_generation = generation
+        @push_template
       end
 
       private

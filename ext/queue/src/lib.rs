@@ -18,6 +18,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::engine::define(ruby, &native)?;
     ruby_api::server::define(ruby, &native)?;
     ruby_api::fetcher::define(ruby, &native)?;
+    ruby_api::push_template::define(ruby, &native)?;
     Ok(())
 }
 

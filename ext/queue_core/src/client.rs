@@ -89,3 +89,70 @@ pub fn check_queue_name(queue: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// A job of `perform_async`'s common case, built here rather than in Ruby: the worker's options as a
+/// JSON object without its closing brace (`{"retry":true,"queue":"default","class":"HardWorker"`),
+/// then `"args"`, a new jid, `created_at` and `enqueued_at`, in Sidekiq's field order.
+pub fn new_job(prefix: &[u8], args_json: &[u8], now: f64) -> Result<(String, Vec<u8>)> {
+    if prefix.len() < 2 || prefix[0] != b'{' || prefix.last() == Some(&b'}') {
+        return Err(Error::InvalidJob(
+            "a job template must be a JSON object without its closing brace".to_owned(),
+        ));
+    }
+    let jid = crate::dedup::new_jid();
+    let now = float_string(now);
+    let mut json = Vec::with_capacity(prefix.len() + args_json.len() + jid.len() + 80);
+    json.extend_from_slice(prefix);
+    json.extend_from_slice(b",\"args\":");
+    json.extend_from_slice(args_json);
+    for part in [
+        ",\"jid\":\"",
+        &jid,
+        "\",\"created_at\":",
+        &now,
+        ",\"enqueued_at\":",
+        &now,
+        "}",
+    ] {
+        json.extend_from_slice(part.as_bytes());
+    }
+    Ok((jid, json))
+}
+
+/// What became of a job pushed by [`push_new_sync`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pushed {
+    /// Queued under this jid (marked `duplicate-of` when its worker is deduplicated but not
+    /// idempotent).
+    Queued(String),
+    /// Dropped as a duplicate of the job holding its idempotency key.
+    Dropped,
+}
+
+/// `perform_async` in one call: builds the job from the worker's template ([`new_job`]) and queues
+/// it, through the deduplicating script when the worker has deduplication (`args_json` is then also
+/// what its idempotency key hashes, as Ruby's `JSON.generate(args)` would write it).
+pub fn push_new_sync(
+    conn: &mut SyncConn,
+    queue: &str,
+    prefix: &[u8],
+    args_json: &[u8],
+    dedup: Option<&crate::dedup::PushOptions>,
+) -> Result<Pushed> {
+    let (jid, json) = new_job(prefix, args_json, crate::clock::now_f64())?;
+    let Some(opts) = dedup else {
+        push_sync(conn, queue, std::slice::from_ref(&json))?;
+        return Ok(Pushed::Queued(jid));
+    };
+    let job = crate::dedup::DedupJob {
+        jid: jid.clone(),
+        json,
+        args: args_json.to_vec(),
+        at: None,
+    };
+    let outcome = crate::dedup::push_sync(conn, queue, opts, std::slice::from_ref(&job))?;
+    Ok(match outcome.first() {
+        Some(crate::dedup::Outcome::Dropped(_)) => Pushed::Dropped,
+        _ => Pushed::Queued(jid),
+    })
+}

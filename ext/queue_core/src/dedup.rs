@@ -50,6 +50,11 @@ pub fn digest(class: &str, args_json: &[u8]) -> String {
     hex(&hasher.finalize())
 }
 
+/// A new jid: 12 random bytes in hex, as Sidekiq makes them.
+pub fn new_jid() -> String {
+    hex(&rand::random::<[u8; 12]>())
+}
+
 fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     bytes
@@ -301,7 +306,7 @@ impl Release {
             return None;
         }
         let mut job = Job::parse(raw).ok()?;
-        let jid = hex(&rand::random::<[u8; 12]>());
+        let jid = new_jid();
         let now = now_f64();
         job.set("jid", Value::String(jid.clone()));
         for field in [

@@ -75,3 +75,72 @@ fn a_namespace_prefixes_what_the_client_writes() {
         vec!["resque:gitlab:queue:default", "resque:gitlab:queues"]
     );
 }
+
+#[test]
+fn push_new_sync_builds_the_job_from_its_template_in_sidekiq_field_order() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let mut conn = SyncConn::new(&t.redis());
+    let prefix = br#"{"retry":true,"queue":"default","class":"HardWorker""#;
+
+    let pushed =
+        client::push_new_sync(&mut conn, "default", prefix, br#"[1,"two"]"#, None).expect("push");
+    let client::Pushed::Queued(jid) = pushed else {
+        panic!("not queued: {pushed:?}")
+    };
+    let raw = queue_in_run_order(&mut c, "queue:default").remove(0);
+    let text = String::from_utf8(raw).expect("utf-8");
+    let job: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(job["jid"], jid.as_str());
+    assert_eq!(jid.len(), 24);
+    assert_eq!(job["args"], serde_json::json!([1, "two"]));
+    assert_eq!(job["created_at"], job["enqueued_at"]);
+    let order: Vec<usize> = [
+        "\"retry\"",
+        "\"class\"",
+        "\"args\"",
+        "\"jid\"",
+        "\"created_at\"",
+        "\"enqueued_at\"",
+    ]
+    .iter()
+    .map(|field| text.find(field).expect(field))
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+    assert_eq!(smembers(&mut c, "queues"), vec!["default"]);
+
+    let e = client::push_new_sync(&mut conn, "default", b"{\"a\":1}", b"[]", None)
+        .expect_err("a closed template");
+    assert!(matches!(e, Error::InvalidJob(_)), "{e}");
+}
+
+#[test]
+fn push_new_sync_deduplicates_when_the_worker_does() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let mut conn = SyncConn::new(&t.redis());
+    let opts = queue_core::dedup::PushOptions {
+        class: "HardWorker".to_owned(),
+        ttl: 60,
+        idempotent: true,
+        reschedule: false,
+        flag: queue_core::dedup::FlagCheck::Redis,
+    };
+    let prefix = br#"{"queue":"default","class":"HardWorker""#;
+    let first =
+        client::push_new_sync(&mut conn, "default", prefix, b"[7]", Some(&opts)).expect("first");
+    let second =
+        client::push_new_sync(&mut conn, "default", prefix, b"[7]", Some(&opts)).expect("second");
+    assert!(matches!(first, client::Pushed::Queued(_)), "{first:?}");
+    assert_eq!(second, client::Pushed::Dropped);
+    assert_eq!(queue_in_run_order(&mut c, "queue:default").len(), 1);
+    let key = format!(
+        "duplicate:default:{}",
+        queue_core::dedup::digest("HardWorker", b"[7]")
+    );
+    let holder: Option<String> = redis::cmd("GET").arg(&key).query(&mut c).expect("GET");
+    let client::Pushed::Queued(jid) = first else {
+        unreachable!()
+    };
+    assert_eq!(holder, Some(jid));
+}

@@ -11,6 +11,10 @@ module JobQueue
 
       private
 
+      def direct_push?
+        Testing.disabled? && super
+      end
+
       def raw_push(jobs, worker_class)
         return super if Testing.disabled?
 

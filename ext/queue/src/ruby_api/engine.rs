@@ -17,8 +17,9 @@ use queue_core::blocking::{BlockingConn, SyncConn};
 use queue_core::server::ServerConfig;
 use queue_core::{api, client, dedup, migrate, Redis, RedisConfig};
 
-use super::bytes_of;
+use super::push_template::PushTemplate;
 use super::server::Server;
+use super::{args_json, bytes_of};
 use crate::errors::blocking;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -117,6 +118,38 @@ impl Engine {
             .collect::<Result<_, _>>()?;
         let (redis, id) = (&self.redis, self.id);
         blocking(move || with_sync(redis, id, |c| client::push_sync(c, &queue, &jobs)))
+    }
+
+    /// `push_new(template, args, flag)`: `perform_async`'s common case in one call — the job built
+    /// here from the worker's template and its arguments, and queued (deduplicated when the template
+    /// says so; `flag` as for `push_dedup`). Returns the jid, `false` when the job was dropped as a
+    /// duplicate, or nil when an argument is not one the engine writes itself (the caller then takes
+    /// its general path).
+    fn push_new(
+        ruby: &Ruby,
+        rb_self: &Self,
+        template: &PushTemplate,
+        args: RArray,
+        flag: Option<bool>,
+    ) -> Result<magnus::Value, Error> {
+        let Some(args_json) = args_json::write(ruby, args) else {
+            return Ok(ruby.qnil().as_value());
+        };
+        let dedup = template.dedup.clone().map(|mut opts| {
+            opts.flag = flag.map_or(dedup::FlagCheck::Redis, dedup::FlagCheck::Given);
+            opts
+        });
+        let (queue, prefix) = (template.queue.as_str(), template.prefix.as_slice());
+        let (redis, id) = (&rb_self.redis, rb_self.id);
+        let pushed = blocking(move || {
+            with_sync(redis, id, |c| {
+                client::push_new_sync(c, queue, prefix, &args_json, dedup.as_ref())
+            })
+        })?;
+        Ok(match pushed {
+            client::Pushed::Queued(jid) => ruby.str_new(&jid).as_value(),
+            client::Pushed::Dropped => ruby.qfalse().as_value(),
+        })
     }
 
     /// `schedule([[at, json], ...])`: ZADD to `schedule`.
@@ -285,6 +318,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_singleton_method("new", magnus::function!(Engine::new, 2))?;
     class.define_method("namespace", magnus::method!(Engine::namespace, 0))?;
     class.define_method("push", magnus::method!(Engine::push, 2))?;
+    class.define_method("push_new", magnus::method!(Engine::push_new, 3))?;
     class.define_method("schedule", magnus::method!(Engine::schedule, 1))?;
     class.define_method("push_dedup", magnus::method!(Engine::push_dedup, 4))?;
     class.define_method("set_feature", magnus::method!(Engine::set_feature, 2))?;

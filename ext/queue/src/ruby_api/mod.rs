@@ -1,7 +1,9 @@
 //! One file per Ruby class under `JobQueue::Native`.
 
+pub mod args_json;
 pub mod engine;
 pub mod fetcher;
+pub mod push_template;
 pub mod server;
 
 use magnus::{RString, Ruby};

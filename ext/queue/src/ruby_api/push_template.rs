@@ -1,0 +1,53 @@
+//! `JobQueue::Native::PushTemplate`: what `perform_async` needs of a worker to build its jobs in the
+//! engine — its queue, its options as a JSON prefix, and its deduplication — made once per worker
+//! (and again when options change) so a push converts nothing but the arguments.
+
+use magnus::{prelude::*, Error, RString, Ruby};
+use queue_core::dedup::{FlagCheck, PushOptions};
+
+use super::bytes_of;
+
+#[magnus::wrap(class = "JobQueue::Native::PushTemplate", free_immediately, size)]
+pub struct PushTemplate {
+    pub queue: String,
+    pub prefix: Vec<u8>,
+    pub dedup: Option<PushOptions>,
+}
+
+impl PushTemplate {
+    /// `PushTemplate.new(queue, prefix, dedup)`: `prefix` is the worker's options with its class,
+    /// as a JSON object without the closing brace; `dedup` nil or `[class, ttl, idempotent,
+    /// reschedule]`, as for `Engine#push_dedup`.
+    fn new(
+        ruby: &Ruby,
+        queue: String,
+        prefix: RString,
+        dedup: Option<(String, u64, bool, bool)>,
+    ) -> Result<PushTemplate, Error> {
+        let prefix = bytes_of(prefix);
+        if prefix.first() != Some(&b'{') || prefix.last() == Some(&b'}') {
+            return Err(Error::new(
+                ruby.exception_arg_error(),
+                "a push template's prefix is a JSON object without its closing brace",
+            ));
+        }
+        let dedup = dedup.map(|(class, ttl, idempotent, reschedule)| PushOptions {
+            class,
+            ttl,
+            idempotent,
+            reschedule,
+            flag: FlagCheck::Redis,
+        });
+        Ok(PushTemplate {
+            queue,
+            prefix,
+            dedup,
+        })
+    }
+}
+
+pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
+    let class = native.define_class("PushTemplate", ruby.class_object())?;
+    class.define_singleton_method("new", magnus::function!(PushTemplate::new, 3))?;
+    Ok(())
+}

@@ -1,0 +1,107 @@
+# frozen_string_literal: true
+
+require "digest"
+
+# perform_async's common case is built by the engine (JobQueue::DirectPush); these examples hold it
+# to what the Ruby client writes for the same job, byte for byte apart from jid and times.
+RSpec.describe "perform_async built by the engine" do
+  let(:redis) { TestRedis.client }
+
+  def worker(name, &block)
+    klass = Class.new do
+      include JobQueue::Worker
+      class_eval(&block) if block
+    end
+    klass.define_singleton_method(:name) { name }
+    klass
+  end
+
+  let(:plain) { worker("DirectPlainWorker") { sidekiq_options retry: 3, tags: ["a"] } }
+  let(:idempotent) { worker("DirectIdempotentWorker") { idempotent! } }
+
+  # The raw job with its jid and times blanked.
+  def shape(raw)
+    raw.sub(/"jid":"\h{24}"/, '"jid":"J"').gsub(/"(created_at|enqueued_at)":[0-9.e+-]+/, '"\1":T')
+  end
+
+  def raw_jobs(queue = "default")
+    redis.lrange("queue:#{queue}", 0, -1).reverse
+  end
+
+  def direct(klass, args)
+    JobQueue.engine.push_new(klass.push_template.native, args, nil)
+  end
+
+  ARGS = [
+    [],
+    [1, -2, 2**61, nil, true, false],
+    ["plain", "quote \" and backslash \\", "ünïcødé ✓ /slash/", ""],
+    [{"a" => [1, {"b" => nil}], "c" => "d"}, [[[]]], {}]
+  ].freeze
+
+  it "writes what the Ruby client writes, in the same field order" do
+    ARGS.each do |args|
+      redis.del("queue:default")
+      jid = direct(plain, args)
+      expect(jid).to match(/\A\h{24}\z/)
+      JobQueue::Client.new.push("class" => plain, "args" => args)
+      engine_raw, ruby_raw = raw_jobs
+      expect(shape(engine_raw)).to eq(shape(ruby_raw)), "args #{args.inspect}"
+      job = JSON.parse(engine_raw)
+      expect(job["jid"]).to eq(jid)
+      expect(job["created_at"]).to eq(job["enqueued_at"])
+      expect(job["created_at"]).to be_within(5).of(Time.now.to_f)
+    end
+    expect(redis.smembers("queues")).to eq(["default"])
+  end
+
+  it "leaves arguments it does not write to the Ruby client, which gives the same result" do
+    [[1.5], [2**64], ["tab\there"], ["bin\xFF".b], [{1 => "x"}], [:sym], [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]].each do |args|
+      expect(direct(plain, args)).to be_nil, "args #{args.inspect}"
+    end
+    expect(redis.llen("queue:default")).to eq(0)
+
+    expect(plain.perform_async(1.5, "tab\there", 2**64)).to match(/\A\h{24}\z/)
+    expect(JSON.parse(raw_jobs.last)["args"]).to eq([1.5, "tab\there", 2**64])
+    expect { plain.perform_async(:sym) }.to raise_error(ArgumentError, /args\[0\] is a Symbol/)
+  end
+
+  it "takes the idempotency key GitLab's digest gives, and drops the duplicate" do
+    args = ["quote \" and \\", {"ü" => [1, nil]}]
+    jid = idempotent.perform_async(*args)
+    expect(jid).to match(/\A\h{24}\z/)
+    expect(idempotent.perform_async(*args)).to be_nil
+
+    key = "duplicate:default:#{Digest::SHA256.hexdigest("DirectIdempotentWorker:#{JSON.generate(args)}")}"
+    expect(redis.get(key)).to eq(jid)
+    expect(redis.ttl(key)).to be_within(5).of(6 * 60 * 60)
+    jobs = raw_jobs.map { |raw| JSON.parse(raw) }
+    expect(jobs.map { |j| j["jid"] }).to eq([jid])
+    expect(jobs.first["idempotency_key"]).to eq(key)
+  end
+
+  it "steps aside for client middleware and a worker context" do
+    stamp = Class.new do
+      def call(_worker, job, _queue, _redis)
+        job["seen"] = true
+        yield
+      end
+    end
+    JobQueue.configure { |c| c.client_middleware { |chain| chain.add(stamp) } }
+    plain.perform_async(1)
+    JobQueue.config.client_middleware_chain.clear
+    JobQueue::Context.with(caller_id: "spec") { plain.perform_async(2) }
+    plain.perform_async(3)
+
+    jobs = raw_jobs.map { |raw| JSON.parse(raw) }
+    expect(jobs.map { |j| [j["args"], j["seen"], j["meta.caller_id"]] }).to eq([[[1], true, nil], [[2], nil, "spec"], [[3], nil, nil]])
+  end
+
+  it "picks up changed options" do
+    plain.perform_async(1)
+    plain.sidekiq_options queue: "other"
+    plain.perform_async(2)
+    expect(JSON.parse(raw_jobs.first)["args"]).to eq([1])
+    expect(JSON.parse(raw_jobs("other").first)).to include("queue" => "other", "args" => [2])
+  end
+end
