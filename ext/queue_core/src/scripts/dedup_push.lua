@@ -10,12 +10,20 @@
 -- ARGV[4] '1' = record drops (for reschedule_once)
 -- then per job: jid, ttl (seconds), run-at ('' = now), job JSON, n, then n (name, position) pairs
 -- Returns one string per job: '' pushed, 'm<jid>' pushed marked duplicate of jid, 'd<jid>' dropped.
-local drop = ARGV[3] == '1'
-if drop and ARGV[2] ~= '' then
-  local off = redis.call('HGET', KEYS[4], ARGV[2])
-  if off and off ~= '0' and off ~= 'false' and off ~= '' then
-    drop = false
+-- Whether duplicates are dropped, read (the flag included) only once a duplicate is found: a push
+-- that takes its key never needs it.
+local drop
+local function dropping()
+  if drop == nil then
+    drop = ARGV[3] == '1'
+    if drop and ARGV[2] ~= '' then
+      local off = redis.call('HGET', KEYS[4], ARGV[2])
+      if off and off ~= '0' and off ~= 'false' and off ~= '' then
+        drop = false
+      end
+    end
   end
+  return drop
 end
 local out = {}
 local a = 5
@@ -26,7 +34,7 @@ for j = 1, (#KEYS - 4) / 2 do
   local status = ''
   if not redis.call('SET', key, jid, 'NX', 'EX', ttl) then
     local holder = redis.call('GET', key)
-    if drop then
+    if dropping() then
       local touched = false
       if ARGV[4] == '1' then
         redis.call('HSET', meta, 'dropped', '1')
