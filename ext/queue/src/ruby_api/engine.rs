@@ -31,8 +31,8 @@ thread_local! {
 
 #[magnus::wrap(class = "JobQueue::Native::Engine", free_immediately, size)]
 pub struct Engine {
-    redis: Redis,
-    id: u64,
+    pub(super) redis: Redis,
+    pub(super) id: u64,
 }
 
 /// A connection owned by one thread, which remembers the process that dialled it.
@@ -88,7 +88,7 @@ fn with_conn<T>(
 }
 
 /// Runs `op` on this thread's synchronous connection.
-fn with_sync<T>(
+pub(super) fn with_sync<T>(
     redis: &Redis,
     id: u64,
     op: impl FnOnce(&mut SyncConn) -> queue_core::Result<T>,
