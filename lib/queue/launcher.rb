@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "processor"
+require_relative "ordered/server"
 
 module JobQueue
   # Runs one server process: the engine's background work (heartbeat, scheduler, recovery) and
@@ -10,7 +11,7 @@ module JobQueue
   # engine (no more work is handed out), let the threads finish within the timeout, then have the
   # engine put back whatever is still held, and only then interrupt the threads that outlived it.
   class Launcher
-    attr_reader :identity, :config
+    attr_reader :identity, :config, :ordered
 
     def initialize(config = JobQueue.config)
       @config = config
@@ -24,8 +25,11 @@ module JobQueue
       @server = @config.engine.start_server(
         @identity, @config.queues, @config.strict_order?, @config.concurrency, @config.max_batch, info_json, true
       )
+      @config.on_server_init&.call
+      @ordered = Ordered::Server.start(@config, @identity) # shard leases of ordered workers (ordered/server.rb)
       @processors = Array.new(@config.concurrency) { |i| Processor.new(self, @server, @config, i).start }
       @config.logger.info("queue #{VERSION} started as #{@identity}: #{@config.concurrency} threads on #{queue_summary}")
+      @config.logger.info("ordered workers: #{@ordered.summary}") if @ordered
       self
     end
 
@@ -52,6 +56,7 @@ module JobQueue
       requeued = @server ? @server.stop : 0
       stragglers.each { |t| t.raise(Shutdown, "shutdown timeout") }
       stragglers.each { |t| t.join(2) }
+      stop_ordered(stragglers)
       @config.logger.info("stopped; #{requeued} unfinished job(s) back in their queues")
       requeued
     end
@@ -75,6 +80,17 @@ module JobQueue
     end
 
     private
+
+    # Releases the ordered shards, unless a thread may still run an ordered batch: then the leases lapse
+    # (15 s) and the next owner recovers what it left in processing, so no id ever runs twice at once.
+    def stop_ordered(stragglers)
+      return unless @ordered
+      return @config.logger.warn("ordered shards not released: a thread outlived the shutdown") if stragglers.any?(&:alive?)
+
+      @ordered.stop
+    rescue Error => e
+      @config.report_error(e, context: "releasing ordered shards failed; they lapse in 15 s")
+    end
 
     def info_json
       JSON.generate(

@@ -30,10 +30,13 @@ module JobQueue
 
     def run
       @fetcher = engine_call { @server.fetcher(tid) } until @fetcher || @launcher.quiet?
+      @ordered = @launcher.ordered&.thread_work(@index) # ordered workers (lib/queue/ordered/thread_work.rb)
       until @launcher.quiet?
-        work = engine_call { @fetcher.next(WAIT) }
+        ran = @ordered && engine_call { @ordered.step }
+        work = engine_call { @fetcher.next(wait(ran)) }
         process(*work) if work
       end
+      engine_call { @ordered&.finish }
     rescue Shutdown
       # The shutdown timeout ran out; the engine already put this job back on its queue.
     rescue Exception => e # rubocop:disable Lint/RescueException
@@ -49,6 +52,15 @@ module JobQueue
     end
 
     private
+
+    # How long a plain fetch may wait: not at all right after an ordered batch (there may be more),
+    # briefly while ordered workers may have work (an ordered push does not wake a parked thread).
+    def wait(ordered_ran)
+      return WAIT unless @ordered
+      return 0 if ordered_ran
+
+      @config.ordered_poll_interval
+    end
 
     # Runs an engine call; when Redis is unreachable, reports it, backs off, and returns nil so the
     # loop tries again. Jobs are safe meanwhile: whatever the thread held is in its working list.

@@ -1,0 +1,187 @@
+# frozen_string_literal: true
+
+module JobQueue
+  module Ordered
+    # One processor thread's ordered work. `step` runs at most one batch: it takes the batch fetched
+    # with the previous settle (or fetches one), runs the middleware and `perform`, and settles it
+    # together with the next fetch in one engine call. The settle of a batch that could not be written
+    # (Redis unreachable) is kept and written first at the next step; its ids stay in processing
+    # meanwhile, so nothing else runs them.
+    #
+    # Each worker's shards are split over the process's threads the way Lowkiq splits them: all
+    # workers' shards in one list, dealt out to the threads in turn.
+    class ThreadWork
+      Held = Struct.new(:worker, :fetcher, :shard, :jobs)
+
+      def initialize(config, shards, workers, index)
+        @config = config
+        @shards = shards
+        @workers = workers
+        @index = index
+        @fetchers = {}
+        @held = nil
+        @pending = nil
+        @turn = 0
+      end
+
+      # Runs one batch if there is one; true if it did (so the caller looks for more at once).
+      def step(fetch: true)
+        flush_pending
+        @held ||= fetch_from_any if fetch
+        return false unless @held
+
+        batch = @held
+        @held = nil
+        outcomes, morgue_candidates = run(batch)
+        settle(batch, outcomes, morgue_candidates, fetch: fetch)
+        true
+      end
+
+      # Runs a batch still held (fetched before the process went quiet) and settles it without taking
+      # another.
+      def finish
+        flush_pending
+        step(fetch: false) while @held
+      end
+
+      private
+
+      # The shards of `worker` this thread fetches: Lowkiq's layout, where the shards of the workers
+      # before it come first in one list dealt out to the threads.
+      def shards_of(worker)
+        threads = @config.concurrency
+        offset = 0
+        @workers.each do |w|
+          break if w.equal?(worker)
+
+          offset += @shards.owned(w.queue_name).size
+        end
+        @shards.thread_shards(worker.queue_name, (@index - offset) % threads, threads)
+      end
+
+      def fetcher(worker)
+        @fetchers[worker] ||= @shards.fetcher(worker.queue_name, worker.shards_count, @config.ordered_scheduler.to_s, worker.batch_size)
+      end
+
+      # A batch from the first worker, in turn, that has one.
+      def fetch_from_any
+        @workers.size.times do
+          worker = @workers[@turn % @workers.size]
+          @turn += 1
+          shards = shards_of(worker)
+          next if shards.empty?
+
+          batch = fetcher(worker).settle_and_fetch(nil, worker.max_retry_count, shards)[4]
+          return held(worker, batch) if batch
+        end
+        nil
+      end
+
+      def held(worker, batch)
+        shard, jobs = batch
+        Held.new(worker, fetcher(worker), shard, jobs)
+      end
+
+      # Runs the batch; returns the settle entries ([id, nil] or [id, [error, retry_in]]) and, per id,
+      # its oldest payload (what goes to the morgue if the failure exhausts it).
+      def run(batch)
+        worker = batch.worker
+        payloads_by_id = {}
+        broken = {}
+        batch.jobs.each do |id, _retry_count, _perform_in, payloads|
+          payloads_by_id[id] = payloads.map { |bytes, _score| worker.payload_codec.load(bytes) }
+        rescue Exception => e # rubocop:disable Lint/RescueException -- any load error (Marshal raises many kinds)
+          broken[id] = e
+        end
+        error = nil
+        unless payloads_by_id.empty?
+          begin
+            invoke(worker, payloads_by_id)
+          rescue Shutdown
+            raise
+          rescue Exception => e # rubocop:disable Lint/RescueException
+            error = e
+            @config.report_error(e, context: "Ordered job raised exception", worker: worker.to_s, batch: payloads_by_id)
+          end
+        end
+        broken.each { |id, e| @config.report_error(e, context: "ordered payload of #{worker} id #{id} cannot be loaded") }
+        outcomes = batch.jobs.map do |id, retry_count, _perform_in, _payloads|
+          failure = broken[id] || error
+          [id, failure && [error_text(failure), retry_in(worker, retry_count + 1)]]
+        end
+        [outcomes, batch.jobs.to_h { |id, _rc, _at, payloads| [id, payloads.first] }]
+      end
+
+      # Server middlewares `(worker, batch, &block)`, the first outermost, around `perform`.
+      def invoke(worker, batch)
+        chain = @config.ordered_server_middlewares
+        call = lambda do |i|
+          return worker.perform(batch) if i == chain.size
+
+          chain[i].call(worker, batch) { call.call(i + 1) }
+        end
+        call.call(0)
+      end
+
+      def settle(batch, outcomes, oldest, fetch:)
+        @pending = [batch, outcomes, oldest]
+        shards = fetch ? shards_for_next(batch.worker) : []
+        lost, _processed, _failed, morgue_ids, next_batch = batch.fetcher.settle_and_fetch([batch.shard, outcomes], batch.worker.max_retry_count, shards)
+        @pending = nil
+        warn_lost(batch) if lost
+        exhausted(batch, outcomes, oldest, morgue_ids) if morgue_ids.any?
+        @held = held(batch.worker, next_batch) if next_batch
+      end
+
+      # The next batch comes with the settle when this thread serves one worker; with several, the
+      # settle goes alone and the next fetch starts at the next worker, so none of them starves.
+      def shards_for_next(worker)
+        @workers.size == 1 ? shards_of(worker) : []
+      end
+
+      def flush_pending
+        return unless @pending
+
+        batch, outcomes, oldest = @pending
+        settle(batch, outcomes, oldest, fetch: false)
+      end
+
+      def exhausted(batch, outcomes, oldest, morgue_ids)
+        errors = outcomes.to_h
+        dead = morgue_ids.map do |id|
+          payload, score = oldest[id]
+          {id: id, payloads: [[load_quietly(batch.worker, payload), score]], error: errors[id]&.first}
+        end
+        batch.worker.retries_exhausted(dead)
+      rescue => e
+        @config.report_error(e, context: "Error calling retries_exhausted of #{batch.worker}")
+      end
+
+      def load_quietly(worker, bytes)
+        worker.payload_codec.load(bytes)
+      rescue Exception # rubocop:disable Lint/RescueException
+        bytes
+      end
+
+      def retry_in(worker, count)
+        seconds = worker.retry_in(count)
+        raise ArgumentError, "retry_in returned #{seconds.inspect}, not a number of seconds" unless seconds.is_a?(Numeric) && seconds.to_f.finite?
+
+        seconds.to_f
+      rescue => e
+        @config.report_error(e, context: "retry_in of #{worker} failed; using the default delay")
+        OrderedWorker.instance_method(:retry_in).bind_call(worker, count).to_f
+      end
+
+      def error_text(error)
+        "#{error.class}: #{error.message}".dup.force_encoding(Encoding::UTF_8).scrub
+      rescue
+        error.class.name.to_s
+      end
+
+      def warn_lost(batch)
+        @config.logger.warn("#{batch.worker}: shard #{batch.shard} changed owner while its batch ran; the new owner runs it again")
+      end
+    end
+  end
+end
