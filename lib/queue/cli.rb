@@ -6,6 +6,7 @@ require "erb"
 require_relative "launcher"
 require_relative "migrate_command"
 require_relative "declared_queues"
+require_relative "ordered/command"
 
 module JobQueue
   # `bundle exec queue`: parses Sidekiq's flags (and its YAML config file), boots the app, runs a
@@ -29,6 +30,8 @@ module JobQueue
       # `queue migrate FROM TO`: rename a queue (lib/queue/migrate_command.rb).
       return MigrateCommand.new(out: @out).run(argv.drop(1)) { |options| boot(options) } if argv.first == "migrate"
       return feature(argv.drop(1)) if argv.first == "feature"
+      # `queue ordered ACTION`: stats and morgue of ordered workers (lib/queue/ordered/command.rb).
+      return Ordered::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) } if argv.first == "ordered"
 
       options = parse(argv)
       return 0 if options[:exit]
@@ -81,6 +84,12 @@ module JobQueue
     end
 
     private
+
+    # Loads the app for a subcommand, with its environment.
+    def boot_app(options)
+      ENV["RAILS_ENV"] = ENV["RACK_ENV"] = options[:environment] if options[:environment]
+      boot(options)
+    end
 
     def option_parser(opts)
       OptionParser.new do |o|
