@@ -2,6 +2,7 @@
 
 require_relative "ordered_worker"
 require_relative "ordered/settings"
+require_relative "ordered/server"
 
 module JobQueue
   # The read side and the dashboard's actions for ordered workers (Lowkiq's `/api/v1/stats` and its
