@@ -29,14 +29,16 @@ module OrderedSyncWorker
       OrderedSpecApp.record("ordered:overlap", "id" => id) unless Record.redis.sadd?("ordered:running", id)
     end
     payloads_by_id.each do |id, payloads|
-      OrderedSpecApp.record("ordered:runs", "id" => id, "payloads" => payloads, "thread" => Thread.current.name)
+      OrderedSpecApp.record("ordered:runs", "id" => id, "payloads" => payloads, "thread" => Thread.current.name, "pid" => Process.pid)
     end
+    sleep 0.002 # some work, so that a second runner of the same id would overlap
   ensure
     payloads_by_id.each_key { |id| Record.redis.srem("ordered:running", id) }
   end
 end
 
-# Fails the first run of every id; records runs and what reached the morgue.
+# Fails the first run of ids f*, and every run with a "doomed" payload; records runs and what reached
+# the morgue.
 module OrderedFlakyWorker
   extend JobQueue::OrderedWorker
   self.shards_count = 2
@@ -48,7 +50,8 @@ module OrderedFlakyWorker
     payloads_by_id.each do |id, payloads|
       run = Record.redis.incr("ordered:flaky:#{id}")
       OrderedSpecApp.record("ordered:flaky", "id" => id, "payloads" => payloads, "run" => run)
-      raise "first run of #{id} fails" if run == 1
+      raise "doomed #{id}" if payloads.include?("doomed")
+      raise "first run of #{id} fails" if run == 1 && id.start_with?("f")
     end
   end
 
