@@ -68,20 +68,16 @@ impl OrderedShards {
 
     /// The shards of `queue` that processor thread `thread` of `threads` fetches from now.
     pub fn thread_shards(&self, queue: &str, thread: usize, threads: usize) -> Vec<u32> {
-        let owners = self
-            .shared
-            .owners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        owners
-            .iter()
-            .find(|o| o.queue().name() == queue)
-            .map(|o| o.thread_shards(thread, threads))
-            .unwrap_or_default()
+        self.shards_of(queue, |o| o.thread_shards(thread, threads))
     }
 
     /// Every shard of `queue` this process holds now.
     pub fn owned(&self, queue: &str) -> Vec<u32> {
+        self.shards_of(queue, Ownership::owned)
+    }
+
+    /// `pick` applied to the ownership of `queue`; no shards for a queue this process does not serve.
+    fn shards_of(&self, queue: &str, pick: impl FnOnce(&Ownership) -> Vec<u32>) -> Vec<u32> {
         let owners = self
             .shared
             .owners
@@ -90,7 +86,7 @@ impl OrderedShards {
         owners
             .iter()
             .find(|o| o.queue().name() == queue)
-            .map(Ownership::owned)
+            .map(pick)
             .unwrap_or_default()
     }
 
