@@ -20,13 +20,16 @@ module Bench
     JOBS = Integer(ENV.fetch("N", "100000"))
     ROUNDS = Integer(ENV.fetch("ROUNDS", "3"))
     CONCURRENCY = 10
-    KINDS = %i[sidekiq queue].freeze
+    KINDS = %i[sidekiq queue queue_logs].freeze
     FIELDS = %w[jobs_per_s server_cpu_us_per_job redis_cpu_us_per_job seconds boot_seconds
       server_cores redis_cores other_processes_cores].freeze
-    LABELS = {"sidekiq" => "Sidekiq #{Sidekiq::VERSION}", "queue" => "queue #{JobQueue::VERSION}"}.freeze
+    LABELS = {"sidekiq" => "Sidekiq #{Sidekiq::VERSION}", "queue" => "queue #{JobQueue::VERSION}",
+      "queue_logs" => "queue, job lines on"}.freeze
     # What the project aims for (reported, not asserted): the fetch issue's goals.
     TARGET_SPEEDUP = 6.0
     TARGET_REDIS_US = 4.0
+    # Per-job log lines (INFO) may cost this much of the throughput without them.
+    TARGET_LOG_COST = 0.05
 
     module_function
 
@@ -81,6 +84,8 @@ module Bench
       puts target_line("processing jobs/s ≥ #{TARGET_SPEEDUP}× Sidekiq", r["jobs_per_s"] >= TARGET_SPEEDUP, Report.times(r["jobs_per_s"]))
       redis_us = summary.dig("queue", "redis_cpu_us_per_job")
       puts target_line("Redis CPU ≤ #{TARGET_REDIS_US} µs/job", redis_us <= TARGET_REDIS_US, "#{Report.num(redis_us, 1)} µs")
+      cost = 1 - summary.dig("queue_logs", "jobs_per_s") / summary.dig("queue", "jobs_per_s")
+      puts target_line("per-job log lines cost ≤ #{(TARGET_LOG_COST * 100).round}% of jobs/s", cost <= TARGET_LOG_COST, format("%.1f%%", cost * 100))
     end
 
     def row(label, m)

@@ -16,12 +16,17 @@ module Bench
   # BRPOP returns it. Sidekiq keeps its processed count in memory until its 5 s heartbeat or exit, so
   # it is checked (= N) after the server stops, as queue's is.
   class ThroughputRun
-    APP_FILES = {sidekiq: "sidekiq_app.rb", queue: "queue_app.rb"}.freeze
+    # :queue_logs is queue with its per-job log lines on (INFO, as Sidekiq logs by default); the
+    # other two run at WARN.
+    SERVERS = {sidekiq: :sidekiq, queue: :queue, queue_logs: :queue}.freeze
+    LOG_LEVELS = {queue_logs: "info"}.freeze
+    APP_FILES = {sidekiq: "sidekiq_app.rb", queue: "queue_app.rb", queue_logs: "queue_app.rb"}.freeze
     QUEUE_KEY = "queue:default"
     TIMEOUT = 600
 
     def initialize(kind, redis, jobs:, concurrency:)
       @kind = kind
+      @server_kind = SERVERS.fetch(kind)
       @redis = redis
       @jobs = jobs
       @concurrency = concurrency
@@ -32,7 +37,7 @@ module Bench
     def call
       prepare
       spawned = monotonic
-      @server = Server.new(@kind, @redis, app: APP_FILES.fetch(@kind), args: ["-c", @concurrency.to_s], env: env).start
+      @server = Server.new(@server_kind, @redis, app: APP_FILES.fetch(@kind), args: ["-c", @concurrency.to_s], env: env).start
       begin
         @server.wait_for("#{@kind} to take its first job", interval: 0.001, timeout: TIMEOUT) { queue_length < @jobs }
         first = snapshot
@@ -50,18 +55,18 @@ module Bench
     def prepare
       @redis.client.flushall
       File.delete(@done_file) if File.exist?(@done_file)
-      Clients.push_blank_jobs(@kind, @jobs)
+      Clients.push_blank_jobs(@server_kind, @jobs)
       raise "expected #{@jobs} jobs in #{QUEUE_KEY}, found #{queue_length}" unless queue_length == @jobs
     end
 
     def env
-      {"BENCH_N" => @jobs.to_s, "BENCH_DONE" => @done_file}
+      {"BENCH_N" => @jobs.to_s, "BENCH_DONE" => @done_file, "BENCH_LOG_LEVEL" => LOG_LEVELS.fetch(@kind, "warn")}
     end
 
     def finished?
       return false unless File.exist?(@done_file)
 
-      @kind == :sidekiq || @redis.client.get("stat:processed").to_i >= @jobs
+      @server_kind == :sidekiq || @redis.client.get("stat:processed").to_i >= @jobs
     end
 
     def queue_length

@@ -20,7 +20,8 @@ module JobQueue
 
     attr_reader :concurrency, :timeout, :max_batch, :queues, :namespace
     attr_reader :error_handlers, :death_handlers, :client_middleware_chain, :server_middleware_chain
-    attr_accessor :tag, :labels, :logger, :environment, :require_path
+    attr_accessor :tag, :labels, :environment, :require_path
+    attr_reader :logger
 
     def initialize
       @redis = {}
@@ -36,9 +37,31 @@ module JobQueue
       @death_handlers = []
       @client_middleware_chain = Middleware::Chain.new
       @server_middleware_chain = Middleware::Chain.new
-      @logger = ::Logger.new($stdout, level: ::Logger::INFO, progname: "queue")
+      @logger = Logging.default_logger
+      @default_logger = true
+      @job_logs = :text
       @default_job_options = DEFAULT_JOB_OPTIONS
       Worker.options_changed! if defined?(Worker)
+    end
+
+    # The logger for the server's lines and the per-job lines (Sidekiq's shape, at INFO, on stdout by
+    # default). An app's own logger gets the same lines through `info`.
+    def logger=(logger)
+      @logger = logger
+      @default_logger = false
+      @job_log = nil
+    end
+
+    # Whether the logger is still the one this gem made (the engine may then write into it).
+    # @api private
+    def default_logger?
+      @default_logger
+    end
+
+    # @api private: the server moves the default logger onto the engine's sink (Logging).
+    def swap_default_logger(logger)
+      @logger = logger
+      @job_log = nil
     end
 
     # Redis settings: `url:` (redis://, rediss:// or unix://), optional `password:`, `namespace:`.

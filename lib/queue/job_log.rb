@@ -125,17 +125,17 @@ module JobQueue
 
   # Settings of JSON job logs.
   class Configuration
-    JOB_LOG_MODES = [nil, :json].freeze
+    JOB_LOG_MODES = [nil, :text, :json].freeze
     TRUE_WORDS = %w[1 true yes on].freeze
 
     attr_reader :job_logs
 
-    # :json turns structured job logs on (and formats the logger's other lines as JSON); nil or false
-    # turns them off (the default).
+    # :text (the default) writes Sidekiq's `start`/`done`/`fail` lines (see Logging); :json GitLab's
+    # structured lines instead (and formats the logger's other lines as JSON); nil or false neither.
     def job_logs=(mode)
       mode = nil if mode == false
       mode = mode.to_sym if mode.is_a?(String)
-      raise ArgumentError, "job_logs must be :json, or nil/false for none; got #{mode.inspect}" unless JOB_LOG_MODES.include?(mode)
+      raise ArgumentError, "job_logs must be :text, :json, or nil/false for none; got #{mode.inspect}" unless JOB_LOG_MODES.include?(mode)
 
       @job_logs = mode
       @job_log = nil
@@ -156,12 +156,20 @@ module JobQueue
       TRUE_WORDS.include?(ENV["SIDEKIQ_LOG_ARGUMENTS"].to_s.strip.downcase)
     end
 
-    # The JobLog in use, or nil when job logs are off.
+    # The job log JobRun writes through, or nil when there is none to write from Ruby: logs off, or
+    # text lines the engine writes itself (`engine_job_lines`, set as a server starts).
     # @api private
     def job_log
       return nil unless @job_logs
+      return nil if @job_logs == :text && @engine_job_lines
 
-      @job_log ||= JobLog.new(self)
+      @job_log ||= @job_logs == :json ? JobLog.new(self) : Logging::TextJobLog.new(self)
+    end
+
+    # @api private
+    def engine_job_lines=(on)
+      @engine_job_lines = on
+      @job_log = nil
     end
   end
 end

@@ -2,17 +2,21 @@
 
 require_relative "context"
 require_relative "job_log"
+require_relative "logging"
 
 module JobQueue
-  # What surrounds a job's middleware and `perform` in a processor thread: its JSON log lines (when on)
-  # and its context, restored from the job's "meta.*" fields. Costs no allocation for a job without
-  # context when logs are off.
+  # What surrounds a job's middleware and `perform` in a processor thread: its log lines written from
+  # Ruby (JSON ones, or text ones for an app's own logger; the engine writes the default logger's),
+  # the log context its own lines carry, and its worker context, restored from the job's "meta.*"
+  # fields. Costs no allocation for a job without context when the engine writes the lines.
   module JobRun
     def self.around(config, klass, job, queue)
       log = config.job_log
-      return Context.restore(job) { yield } unless log
+      Logging.with_job(job) do
+        next Context.restore(job) { yield } unless log
 
-      log.around(klass, job, queue) { Context.restore(job) { yield } }
+        log.around(klass, job, queue) { Context.restore(job) { yield } }
+      end
     end
   end
 end

@@ -22,6 +22,7 @@ module JobQueue
     end
 
     def run
+      @config.engine_job_lines = Logging.start_server_lines(@config) # per-job lines (logging.rb)
       @server = @config.engine.start_server(
         @identity, @config.queues, @config.strict_order?, @config.concurrency, @config.max_batch, info_json, true
       )
@@ -58,6 +59,7 @@ module JobQueue
       stragglers.each { |t| t.join(2) }
       stop_ordered(stragglers)
       @config.logger.info("stopped; #{requeued} unfinished job(s) back in their queues")
+      Logging.flush
       requeued
     end
 

@@ -82,38 +82,44 @@ RSpec.describe "JSON job logs" do
     expect(job_lines(server).map { |l| [l["jid"], l["args"]] }).to eq([[jid, [1.5, "a", "[FILTERED]", "c"]]] * 2)
   end
 
-  it "writes no job lines when job logs are off" do
+  it "writes no JSON job lines unless asked (the default is Sidekiq's text lines)" do
     EchoWorker.perform_async(1)
     server = start_server(app: "basic.rb", args: ["-c", "1"])
     wait_until("the job to run") { redis.llen("ran:echo") == 1 }
     expect(server.stop.exitstatus).to eq(0)
 
     expect(server.output).not_to include("job_status")
-    expect(server.output).to include("INFO -- queue: queue #{JobQueue::VERSION} started")
+    expect(server.output).to match(/pid=\d+ tid=\w+ INFO: queue #{Regexp.escape(JobQueue::VERSION)} started/)
   end
 
-  it "costs a job no allocation when logs are off and the job has no context" do
+  it "costs a job no allocation when the engine writes the lines (or logs are off) and the job has no context" do
     require "queue/processor"
-    config = JobQueue::Configuration.new
     job = JSON.parse(JSON.generate("class" => "EchoWorker", "args" => [1], "jid" => "a" * 24, "queue" => "default", "enqueued_at" => 1.0))
-    run = proc { JobQueue::JobRun.around(config, EchoWorker, job, "default") { nil } }
-    3.times(&run)
-    before = GC.stat(:total_allocated_objects)
-    1000.times(&run)
+    engine_lines = JobQueue::Configuration.new.tap { |c| c.engine_job_lines = true }
+    off = JobQueue::Configuration.new.tap { |c| c.job_logs = nil }
+    [engine_lines, off].each do |config|
+      run = proc { JobQueue::JobRun.around(config, EchoWorker, job, "default") { nil } }
+      3.times(&run)
+      before = GC.stat(:total_allocated_objects)
+      1000.times(&run)
 
-    expect(GC.stat(:total_allocated_objects) - before).to be < 10
+      expect(GC.stat(:total_allocated_objects) - before).to be < 10
+    end
   end
 
   describe "settings" do
-    it "takes :json (or \"json\") and nil/false, and rejects anything else" do
+    it "takes :text (the default), :json (or \"json\") and nil/false, and rejects anything else" do
       config = JobQueue::Configuration.new
-      expect(config.job_log).to be_nil
+      expect(config.job_logs).to eq(:text)
+      expect(config.job_log).to be_a(JobQueue::Logging::TextJobLog) # an app's own logger's way
+      config.engine_job_lines = true
+      expect(config.job_log).to be_nil # the engine writes them
       config.job_logs = "json"
       expect(config.job_logs).to eq(:json)
       expect(config.job_log).to be_a(JobQueue::JobLog)
       config.job_logs = false
       expect(config.job_log).to be_nil
-      expect { config.job_logs = :xml }.to raise_error(ArgumentError, /job_logs must be :json/)
+      expect { config.job_logs = :xml }.to raise_error(ArgumentError, /job_logs must be :text, :json/)
       expect { config.log_arguments = "yes" }.to raise_error(ArgumentError, /log_arguments must be true, false or nil/)
     end
 

@@ -7,6 +7,7 @@ require "queue"
 require_relative "compat_record"
 
 JobQueue.configure { |c| c.redis = {url: ENV["REDIS_URL"]} } if ENV["REDIS_URL"]
+JobQueue.config.logger.level = ENV["COMPAT_LOG_LEVEL"] if ENV["COMPAT_LOG_LEVEL"]
 JobQueue.configure_server do |config|
   config.server_middleware { |chain| chain.add CompatRecord::Capture }
 end

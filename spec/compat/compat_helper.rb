@@ -70,13 +70,13 @@ module CompatHelpers
     end
   end
 
-  def our_server(args: ["-c", "2"])
-    @servers << ServerProcess.new(app: "compat_queue.rb", args: args).start
+  def our_server(args: ["-c", "2"], env: {})
+    @servers << ServerProcess.new(app: "compat_queue.rb", args: args, env: env).start
     @servers.last
   end
 
-  def sidekiq_server(args: ["-c", "2"])
-    @servers << ServerProcess.new(kind: :sidekiq, app: "compat_sidekiq.rb", args: args).start
+  def sidekiq_server(args: ["-c", "2"], env: {})
+    @servers << ServerProcess.new(kind: :sidekiq, app: "compat_sidekiq.rb", args: args, env: env).start
     @servers.last
   end
 

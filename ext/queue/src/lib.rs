@@ -19,6 +19,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::server::define(ruby, &native)?;
     ruby_api::fetcher::define(ruby, &native)?;
     ruby_api::push_template::define(ruby, &native)?;
+    ruby_api::log::define(ruby, &native)?;
     ruby_api::ordered::define(ruby, &native)?; // after engine: adds Engine's ordered_* methods
     Ok(())
 }

@@ -21,6 +21,7 @@ pub mod error;
 pub mod fetch;
 pub mod heartbeat;
 pub mod job;
+pub mod job_lines;
 pub mod keys;
 pub mod liveness;
 pub mod migrate;

@@ -20,6 +20,7 @@ use crate::blocking::SyncConn;
 use crate::clock::now_f64;
 use crate::dedup::{self, Release};
 use crate::error::{Error, Result};
+use crate::job_lines::JobLines;
 use crate::liveness;
 use crate::retry::{Failure, Fate};
 use crate::settle::Settlement;
@@ -81,6 +82,8 @@ pub struct Fetcher {
     /// list; they go back to their queue on the next successful round trip.
     stranded: Vec<Unit>,
     unsure: Option<Unsure>,
+    /// Sidekiq's per-job log lines (`job_lines.rs`), when they are on.
+    lines: JobLines,
     tid: String,
     closed: bool,
 }
@@ -126,6 +129,7 @@ impl Fetcher {
             last_empty_fetch: None,
             stranded: Vec::new(),
             unsure: None,
+            lines: JobLines::new(tid),
             tid: tid.to_owned(),
             closed: false,
         })
@@ -146,7 +150,7 @@ impl Fetcher {
             return None;
         }
         let unit = s.buffer.pop_front()?;
-        Some(start(&mut s, &mut self.started, unit))
+        Some(start(&mut s, &mut self.started, &self.lines, unit))
     }
 
     /// The next job, waiting up to `timeout` for one. `None` when the wait ran out or the process is
@@ -200,7 +204,7 @@ impl Fetcher {
     }
 
     fn begin(&mut self, unit: Unit) -> (String, Vec<u8>) {
-        start(&mut lock(&self.slot), &mut self.started, unit)
+        start(&mut lock(&self.slot), &mut self.started, &self.lines, unit)
     }
 
     /// The running job finished. Its acknowledgement is written now, without waiting for a reply;
@@ -211,7 +215,9 @@ impl Fetcher {
             return;
         };
         if let Some(started) = self.started.take() {
-            self.pace.record(unit.index, started.elapsed());
+            let elapsed = started.elapsed();
+            self.pace.record(unit.index, elapsed);
+            self.lines.done(&unit.raw, elapsed);
         }
         self.uncounted += 1;
         let mut packet = match self.release.take() {
@@ -349,7 +355,9 @@ impl Fetcher {
             return Err(Error::InvalidArgument("no job is running".to_owned()));
         };
         if let Some(started) = self.started.take() {
-            self.pace.record(unit.index, started.elapsed());
+            let elapsed = started.elapsed();
+            self.pace.record(unit.index, elapsed);
+            self.lines.fail(&unit.raw, elapsed);
         }
         Ok(unit)
     }
@@ -572,7 +580,13 @@ impl Drop for Fetcher {
     }
 }
 
-fn start(slot: &mut Slot, started: &mut Option<Instant>, unit: Unit) -> (String, Vec<u8>) {
+fn start(
+    slot: &mut Slot,
+    started: &mut Option<Instant>,
+    lines: &JobLines,
+    unit: Unit,
+) -> (String, Vec<u8>) {
+    lines.start(&unit.raw);
     let job = (unit.queue.clone(), unit.raw.clone());
     slot.current = Some((unit, now_f64() as i64));
     *started = Some(Instant::now());
