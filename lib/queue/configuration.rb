@@ -45,6 +45,7 @@ module JobQueue
       @logger = ::Logger.new($stdout, level: ::Logger::INFO, progname: "queue")
       @default_job_options = DEFAULT_JOB_OPTIONS
       @strict_args = :raise
+      @redis_pool = RedisPool.new(self) # connects on first use only
       Worker.options_changed! if defined?(Worker)
     end
 
@@ -57,7 +58,7 @@ module JobQueue
       @redis_options = parsed
       self.namespace = parsed.options[:namespace] if parsed.options.key?(:namespace)
       @engine = nil
-      @redis_pool&.shutdown
+      @redis_pool.shutdown
       parsed.ignored_by_engine.each { |message| warn_once(message) }
     end
 
@@ -85,10 +86,9 @@ module JobQueue
       @redis_options.engine_url
     end
 
-    # What JobQueue.redis and client middleware's `redis_pool` use (redis_pool.rb): made on first use.
-    def redis_pool
-      @redis_pool ||= RedisPool.new(self)
-    end
+    # What JobQueue.redis and client middleware's `redis_pool` use (redis_pool.rb); it connects on
+    # first use, and again after the settings change.
+    attr_reader :redis_pool
 
     # How a push treats arguments that would not come back from JSON as they went in (a Symbol, a
     # Time, a Hash with Symbol keys): :raise (the default), :warn or false. See JobQueue.strict_args!.
@@ -116,7 +116,7 @@ module JobQueue
       value += ":" unless value.empty? || value.end_with?(":")
       @namespace = value
       @engine = nil
-      @redis_pool&.shutdown
+      @redis_pool.shutdown
     end
 
     def concurrency=(n)
