@@ -67,7 +67,7 @@ module JobQueue
 
     def json_form(value)
       JSON.generate([value])[1...-1][0, 100]
-    rescue JSON::GeneratorError, StandardError
+    rescue StandardError # JSON::GeneratorError, or an object whose to_s or to_json raises
       "(no JSON form)"
     end
 

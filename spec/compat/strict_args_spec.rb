@@ -4,6 +4,16 @@ require "stringio"
 require_relative "compat_helper"
 
 module StrictArgsSpec
+  COMPLEX = [
+    [:symbol],
+    [{sym_key: 1}],
+    [{1 => "integer key"}],
+    [Time.at(0).utc],
+    [[1, [2, :nested]]],
+    [Object.new]
+  ].freeze
+  NATIVE = [[], [1, "two", 3.5, nil, true, false], [{"a" => [1, {"b" => nil}]}], [2**70]].freeze
+
   class SidekiqWorker
     include Sidekiq::Worker
     sidekiq_options queue: "strict_sidekiq"
@@ -20,20 +30,10 @@ end
 # logs and pushes, false pushes. Ours is strict by default; the same calls take the same modes. Each
 # example pushes the same arguments through both clients and compares.
 RSpec.describe "JobQueue.strict_args!", :compat do
-  COMPLEX = [
-    [:symbol],
-    [{sym_key: 1}],
-    [{1 => "integer key"}],
-    [Time.at(0).utc],
-    [[1, [2, :nested]]],
-    [Object.new]
-  ].freeze
-  NATIVE = [[], [1, "two", 3.5, nil, true, false], [{"a" => [1, {"b" => nil}]}], [2**70]].freeze
-
   around do |example|
     sidekiq_logger = Sidekiq.logger
     @sidekiq_log = StringIO.new
-    Sidekiq.logger = Logger.new(@sidekiq_log)
+    Sidekiq.logger = Logger.new(@sidekiq_log, level: Logger::WARN)
     example.run
   ensure
     Sidekiq.logger = sidekiq_logger
@@ -41,7 +41,7 @@ RSpec.describe "JobQueue.strict_args!", :compat do
 
   before do
     @our_log = StringIO.new
-    JobQueue.config.logger = Logger.new(@our_log)
+    JobQueue.config.logger = Logger.new(@our_log, level: Logger::WARN)
   end
 
   def outcome
@@ -57,11 +57,11 @@ RSpec.describe "JobQueue.strict_args!", :compat do
 
   it "is :raise by default: the arguments Sidekiq's strict_args! refuses, ours refuses, and the rest both push" do
     Sidekiq.strict_args!
-    (COMPLEX + NATIVE).each do |args|
+    (StrictArgsSpec::COMPLEX + StrictArgsSpec::NATIVE).each do |args|
       expect(our_push(args)).to eq(sidekiq_push(args)), "args #{args.inspect}"
     end
-    expect(redis.llen("queue:strict_ours")).to eq(NATIVE.size)
-    expect(redis.llen("queue:strict_sidekiq")).to eq(NATIVE.size)
+    expect(redis.llen("queue:strict_ours")).to eq(StrictArgsSpec::NATIVE.size)
+    expect(redis.llen("queue:strict_sidekiq")).to eq(StrictArgsSpec::NATIVE.size)
     expect(JobQueue.config.strict_args).to eq(:raise)
   end
 
@@ -73,20 +73,20 @@ RSpec.describe "JobQueue.strict_args!", :compat do
   it "with :warn, logs a warning per complex push and pushes the JSON form, as Sidekiq" do
     Sidekiq.strict_args!(:warn)
     JobQueue.strict_args!(:warn)
-    COMPLEX.each do |args|
+    StrictArgsSpec::COMPLEX.each do |args|
       expect([our_push(args), sidekiq_push(args)]).to eq(%i[pushed pushed])
     end
     ours = redis.lrange("queue:strict_ours", 0, -1).map { |j| JSON.parse(j)["args"] }
     theirs = redis.lrange("queue:strict_sidekiq", 0, -1).map { |j| JSON.parse(j)["args"] }
     expect(ours).to eq(theirs) # the same Object in both: its to_s
-    expect(@our_log.string.scan(/WARN .*does not serialize to JSON safely/).size).to eq(COMPLEX.size)
-    expect(@sidekiq_log.string.scan(/do not serialize to JSON safely/).size).to eq(COMPLEX.size)
+    expect(@our_log.string.scan(/WARN .*does not serialize to JSON safely/).size).to eq(StrictArgsSpec::COMPLEX.size)
+    expect(@sidekiq_log.string.scan(/do not serialize to JSON safely/).size).to eq(StrictArgsSpec::COMPLEX.size)
   end
 
   it "with false, pushes complex arguments silently, as Sidekiq" do
     Sidekiq.strict_args!(false)
     JobQueue.strict_args!(false)
-    COMPLEX.each { |args| expect([our_push(args), sidekiq_push(args)]).to eq(%i[pushed pushed]) }
+    StrictArgsSpec::COMPLEX.each { |args| expect([our_push(args), sidekiq_push(args)]).to eq(%i[pushed pushed]) }
     expect(@our_log.string).to be_empty
     expect(@sidekiq_log.string).to be_empty
   end
