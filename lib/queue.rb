@@ -63,6 +63,25 @@ module JobQueue
       config.logger
     end
 
+    # Yields a redis-rb connection to the configured Redis, for the small calls an app makes beside its
+    # jobs (as Sidekiq.redis). The `redis` gem is loaded on the first call; see redis_pool.rb.
+    def redis(&block)
+      config.redis_pool.with(&block)
+    end
+
+    def redis_pool
+      config.redis_pool
+    end
+
+    # Sidekiq 6.4's `strict_args!(mode = :raise)`: what a push does with arguments that would not come
+    # back from JSON as they went in (Symbols, Times, Hashes with Symbol keys...). :raise (our
+    # default, Sidekiq 7's) raises ArgumentError naming the argument; :warn logs Sidekiq's warning
+    # and pushes the JSON form; false pushes it silently. Arguments JSON cannot hold at all (binary
+    # Strings, NaN) raise in every mode.
+    def strict_args!(mode = :raise)
+      config.strict_args = mode
+    end
+
     # The configured engine (Redis connection settings); built on first use.
     def engine
       config.engine

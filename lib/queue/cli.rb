@@ -17,6 +17,19 @@ module JobQueue
   # arrive through the same loop.
   class CLI
     SIGNALS = %w[INT TERM TSTP TTIN USR1 USR2].freeze
+    # Keys of a YAML config file this CLI uses.
+    CONFIG_KEYS = %i[concurrency queues timeout tag require verbose environment max_batch labels].freeze
+    # Keys Sidekiq's YAML takes that have no meaning here, and what to do instead.
+    IGNORED_CONFIG_KEYS = {
+      max_retries: "the retry limit is the job's: use sidekiq_options retry: N, or config.default_job_options = {retry: N}"
+    }.freeze
+    # What Sidekiq 6.4 prints for the flags it removed in 6.0 (and then carries on), word for word but
+    # for who logs to STDOUT.
+    REMOVED_FLAGS = {
+      daemon: "ERROR: Daemonization mode was removed in Sidekiq 6.0, please use a proper process supervisor to start and manage your services",
+      logfile: "ERROR: Logfile redirection was removed in Sidekiq 6.0, queue will only log to STDOUT",
+      pidfile: "ERROR: PID file creation was removed in Sidekiq 6.0, please use a proper process supervisor to start and manage your services"
+    }.freeze
 
     def self.run(argv = ARGV)
       new.run(argv)
@@ -40,6 +53,8 @@ module JobQueue
       $stdout.sync = true
       JobQueue.server!
       apply(options)
+      return no_app if options[:require].nil? && !rails_app?(".")
+
       boot(options)
       DeclaredQueues.apply(JobQueue.config) # queues of declared ApplicationWorkers (declared_queues.rb)
       launch
@@ -113,6 +128,9 @@ module JobQueue
           opts[:max_batch] = v
         end
         o.on("-v", "--verbose", "debug logging (default info)") { opts[:verbose] = true }
+        o.on("-d", "--daemon", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:daemon] }
+        o.on("-L", "--logfile PATH", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:logfile] }
+        o.on("-P", "--pidfile PATH", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:pidfile] }
         o.on("-V", "--version", "print version and exit") do
           @out.puts "queue #{VERSION}"
           opts[:exit] = true
@@ -142,7 +160,35 @@ module JobQueue
       section = env && data.delete(env.to_sym)
       data = data.merge(section.transform_keys { |k| k.to_s.delete_prefix(":").to_sym }) if section.is_a?(Hash)
       data[:queues] = Array(data[:queues]).map { |q| q.is_a?(Array) ? q : q.to_s } if data[:queues]
-      data.slice(:concurrency, :queues, :timeout, :tag, :require, :verbose, :environment, :max_batch)
+      data[:labels] = Array(data[:labels]).map(&:to_s) if data.key?(:labels)
+      warn_unused_keys(path, data)
+      data.slice(*CONFIG_KEYS)
+    end
+
+    # Every key the file sets that this CLI does not use gets a warning. A mapping is taken for another
+    # environment's section and passes without one.
+    def warn_unused_keys(path, data)
+      data.each do |key, value|
+        next if CONFIG_KEYS.include?(key) || value.is_a?(Hash)
+
+        reason = IGNORED_CONFIG_KEYS[key] || "not an option of queue"
+        JobQueue.logger.warn("config file #{path}: :#{key}: ignored (#{reason})")
+      end
+    end
+
+    def rails_app?(dir)
+      File.exist?(File.join(dir, "config", "application.rb"))
+    end
+
+    # Sidekiq's validate!: nothing to load means no job could run, so say how to point at the app and
+    # exit 1 instead of starting.
+    def no_app
+      @out.puts "=================================================================="
+      @out.puts "  Please point queue to a Rails application or a Ruby file  "
+      @out.puts "  to load your job classes with -r [DIR|FILE]."
+      @out.puts "=================================================================="
+      @out.puts option_parser({queues: []})
+      1
     end
 
     def apply(options)
@@ -154,6 +200,7 @@ module JobQueue
       config.timeout = options[:timeout] if options[:timeout]
       config.max_batch = options[:max_batch] if options[:max_batch]
       config.tag = options[:tag] if options[:tag]
+      config.labels = options[:labels] if options[:labels]
       config.logger.level = ::Logger::DEBUG if options[:verbose]
     end
 

@@ -26,13 +26,19 @@ module JobQueue
 
     # Returns the job's jid, or nil if a middleware stopped it or it was dropped as a duplicate.
     def push(item)
+      job = prepare(item) or return nil
+      raw_push([job], worker_class_of(item)).empty? ? job["jid"] : nil
+    end
+
+    # The job hash a push would write (normalized, with its worker context, through client
+    # middleware), or nil if a middleware stopped it. Used by #push and `perform_inline`.
+    def prepare(item)
       raise ArgumentError, "job must be a Hash, got #{item.class}" unless item.is_a?(Hash)
 
       job = normalize(item)
       worker_class = worker_class_of(item)
       Context.stamp(job, worker_class) # "meta.*" worker context (context.rb)
-      job = run_middleware(worker_class, job) or return nil
-      raw_push([job], worker_class).empty? ? job["jid"] : nil
+      run_middleware(worker_class, job)
     end
 
     # `perform_async`: the job built and queued by the engine in one call when nothing in Ruby needs
@@ -118,12 +124,12 @@ module JobQueue
     end
 
     # Middleware gets the worker class as the caller gave it (a Class from `perform_async`, or a
-    # String), as Sidekiq passes it.
+    # String), as Sidekiq passes it, and a redis pool that answers `with` (redis_pool.rb).
     def run_middleware(worker_class, job)
       return job if @config.client_middleware_chain.empty?
 
       pushed = nil
-      @config.client_middleware_chain.invoke(worker_class, job, job["queue"], nil) { pushed = job }
+      @config.client_middleware_chain.invoke(worker_class, job, job["queue"], @config.redis_pool) { pushed = job }
       pushed
     end
 

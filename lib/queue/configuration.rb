@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
-require "uri"
+require_relative "lifecycle"
+require_relative "redis_options"
+require_relative "redis_pool"
 
 module JobQueue
   # Everything a client or server needs to know, set with `JobQueue.configure { |c| ... }`.
@@ -13,7 +15,9 @@ module JobQueue
   #     c.error_handlers << ->(error, context) { Bugsnag.notify(error) }
   #   end
   class Configuration
-    DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+    include Lifecycle
+
+    DEFAULT_REDIS_URL = RedisOptions::DEFAULT_URL
     DEFAULT_JOB_OPTIONS = {"retry" => true, "queue" => "default"}.freeze
     MAX_BATCH_RANGE = (1..1000).freeze
     MAX_WEIGHT = 1_000_000
@@ -23,8 +27,10 @@ module JobQueue
     attr_accessor :tag, :labels, :environment, :require_path
     attr_reader :logger
 
+    STRICT_ARGS_MODES = [:raise, :warn, false].freeze
+
     def initialize
-      @redis = {}
+      @redis_options = RedisOptions.new({})
       @namespace = ""
       @concurrency = 10
       @timeout = 25
@@ -41,6 +47,8 @@ module JobQueue
       @default_logger = true
       @job_logs = :text
       @default_job_options = DEFAULT_JOB_OPTIONS
+      @strict_args = :raise
+      @redis_pool = RedisPool.new(self) # connects on first use only
       Worker.options_changed! if defined?(Worker)
     end
 
@@ -64,17 +72,20 @@ module JobQueue
       @job_log = nil
     end
 
-    # Redis settings: `url:` (redis://, rediss:// or unix://), optional `password:`, `namespace:`.
-    # With no URL, REDIS_URL from the environment, else redis://127.0.0.1:6379/0.
+    # Redis settings, Sidekiq's keys (redis_options.rb): `url:` (redis://, rediss:// or unix://),
+    # `password:`, `namespace:`; `host:`, `port:`, `db:`, `path:`, `ssl:` over the URL; `ssl_params:`;
+    # `size:`, `pool_timeout:`, `network_timeout:` for JobQueue.redis's pool. With no URL, REDIS_URL from
+    # the environment, else redis://127.0.0.1:6379/0. What the engine does not use is warned, once.
     def redis=(options)
-      options = options.transform_keys(&:to_sym)
-      unknown = options.keys - %i[url password namespace]
-      raise ArgumentError, "unknown redis option(s) #{unknown.join(", ")}; use url:, password:, namespace:" if unknown.any?
-
-      @redis = options
-      self.namespace = options[:namespace] if options.key?(:namespace)
+      parsed = RedisOptions.new(options)
+      @redis_options = parsed
+      self.namespace = parsed.options[:namespace] if parsed.options.key?(:namespace)
       @engine = nil
+      @redis_pool.shutdown
+      parsed.ignored_by_engine.each { |message| warn_once(message) }
     end
+
+    attr_reader :redis_options
 
     # Feature flags for deduplication (`disable_<queue>_deduplication`): a callable `->(name) { bool }`.
     # By default the flags kept in Redis (`queue feature enable NAME`), which a push reads inside its
@@ -90,25 +101,35 @@ module JobQueue
     end
 
     def redis
-      @redis.dup
+      @redis_options.options.dup
     end
 
-    # The URL with `password:` in it: in the userinfo of a redis:// or rediss:// URL (percent-encoded),
-    # as the `pass` query parameter of a unix:// one (the only place a socket URL has for it).
+    # The URL the engine dials, with `password:` (and the other options) in it.
     def redis_url
-      url = @redis[:url] || ENV["REDIS_URL"] || DEFAULT_REDIS_URL
-      password = @redis[:password]
-      return url if password.nil?
+      @redis_options.engine_url
+    end
 
-      if url.match?(/\A(redis\+)?unix:/)
-        path, query = url.split("?", 2)
-        params = URI.decode_www_form(query.to_s).reject { |key, _| key == "pass" }
-        return "#{path}?#{URI.encode_www_form(params << ["pass", password.to_s])}"
-      end
+    # What JobQueue.redis and client middleware's `redis_pool` use (redis_pool.rb); it connects on
+    # first use, and again after the settings change.
+    attr_reader :redis_pool
 
-      uri = URI.parse(url)
-      uri.userinfo = "#{uri.user}:#{URI.encode_www_form_component(password.to_s).gsub("+", "%20")}"
-      uri.to_s
+    # How a push treats arguments that would not come back from JSON as they went in (a Symbol, a
+    # Time, a Hash with Symbol keys): :raise (the default), :warn or false. See JobQueue.strict_args!.
+    attr_reader :strict_args
+
+    def strict_args=(mode)
+      raise ArgumentError, "strict_args must be one of #{STRICT_ARGS_MODES.inspect}, got #{mode.inspect}" unless STRICT_ARGS_MODES.include?(mode)
+
+      @strict_args = mode
+    end
+
+    # Logs a warning once per configuration, i.e. per process (options accepted but not used).
+    def warn_once(message)
+      @warned ||= {}
+      return if @warned[message]
+
+      @warned[message] = true
+      logger.warn(message)
     end
 
     # Key prefix for every key, as redis-namespace applies it ("resque:gitlab:"). A namespace given
@@ -118,6 +139,7 @@ module JobQueue
       value += ":" unless value.empty? || value.end_with?(":")
       @namespace = value
       @engine = nil
+      @redis_pool.shutdown
     end
 
     def concurrency=(n)

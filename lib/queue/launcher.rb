@@ -22,10 +22,12 @@ module JobQueue
     end
 
     def run
+      @config.fire_event(:startup, reraise: true) # lifecycle hooks (lifecycle.rb), as Sidekiq's CLI
       @config.engine_job_lines = Logging.start_server_lines(@config) # per-job lines (logging.rb)
       @server = @config.engine.start_server(
         @identity, @config.queues, @config.strict_order?, @config.concurrency, @config.max_batch, info_json, true
       )
+      @config.fire_event(:heartbeat) # the engine registered the process and wrote its first beat
       @config.on_server_init&.call
       @ordered = Ordered::Server.start(@config, @identity) # shard leases of ordered workers (ordered/server.rb)
       @processors = Array.new(@config.concurrency) { |i| Processor.new(self, @server, @config, i).start }
@@ -45,11 +47,13 @@ module JobQueue
       @quiet = true
       @server&.quiet
       @config.logger.info("quiet: no new jobs will be taken")
+      @config.fire_event(:quiet, reverse: true)
     end
 
     # Graceful stop. Returns the number of jobs put back on their queues.
     def stop
       quiet
+      @config.fire_event(:shutdown, reverse: true)
       deadline = monotonic + @config.timeout
       processors = @lock.synchronize { @processors.dup }
       processors.each { |p| p.thread.join([deadline - monotonic, 0].max) }

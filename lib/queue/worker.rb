@@ -2,6 +2,7 @@
 
 require_relative "deduplication"
 require_relative "direct_push"
+require_relative "inline"
 
 module JobQueue
   # Include in a class to make it a worker, with Sidekiq's API:
@@ -33,6 +34,14 @@ module JobQueue
     @options_generation = 0
 
     class << self
+      # Raises ArgumentError ("<prefix> retry: \"bogus\"") when a value OPTION_CHECKS refuses.
+      def check_options!(options, prefix)
+        options.each do |key, value|
+          check = OPTION_CHECKS[key]
+          raise ArgumentError, "#{prefix} #{key}: #{value.inspect}" if check && !check.call(value)
+        end
+      end
+
       # Bumped whenever any worker's options (or the defaults) change, so cached merges are redone.
       attr_reader :options_generation
 
@@ -49,16 +58,18 @@ module JobQueue
 
     attr_accessor :jid
 
+    # The configured logger, inside `perform` as in Sidekiq::Worker#logger.
+    def logger
+      JobQueue.logger
+    end
+
     # Class-level API of a worker.
     module ClassMethods
       include Deduplication
 
       def sidekiq_options(options = {})
         options = options.transform_keys(&:to_s)
-        options.each do |key, value|
-          check = OPTION_CHECKS[key]
-          raise ArgumentError, "#{name}: invalid sidekiq_options #{key}: #{value.inspect}" if check && !check.call(value)
-        end
+        Worker.check_options!(options, "#{name}: invalid sidekiq_options")
         options["queue"] = options["queue"].to_s if options.key?("queue")
         options["retry_queue"] = options["retry_queue"].to_s if options.key?("retry_queue")
         @job_options = own_job_options.merge(options)
@@ -108,6 +119,13 @@ module JobQueue
         Setter.new(self, {}).perform_bulk(args_list, batch_size: batch_size)
       end
 
+      # Runs the job now, in this thread, as Sidekiq 6.4's perform_inline: client middleware, the job
+      # through JSON, server middleware, `perform`. Returns true, or nil if a middleware stopped it.
+      def perform_inline(*args)
+        Setter.new(self, {}).perform_inline(*args)
+      end
+      alias_method :perform_sync, :perform_inline
+
       # Options for the next push only: `queue:`, `retry:`, any job option, and `wait:` (seconds) or
       # `wait_until:` (a Time or epoch seconds).
       def set(options)
@@ -146,6 +164,7 @@ module JobQueue
 
       def set(options)
         options = options.transform_keys(&:to_s)
+        Worker.check_options!(options, "#{@klass}.set: invalid option")
         wait = options.delete("wait")
         wait_until = options.delete("wait_until")
         @at = Time.now.to_f + Float(wait) if wait
@@ -154,7 +173,10 @@ module JobQueue
         self
       end
 
+      # `set(sync: true).perform_async` runs the job inline, as in Sidekiq.
       def perform_async(*args)
+        return perform_inline(*args) if @options["sync"] == true
+
         item = @options.merge("class" => @klass, "args" => args)
         item["at"] = @at if @at
         @klass.client_push(item)
@@ -171,6 +193,11 @@ module JobQueue
         @klass.client_push(item)
       end
       alias_method :perform_at, :perform_in
+
+      def perform_inline(*args)
+        Inline.perform(@options.merge("class" => @klass, "args" => args))
+      end
+      alias_method :perform_sync, :perform_inline
 
       def perform_bulk(args_list, batch_size: 1000)
         args_list.each_slice(batch_size).flat_map do |slice|

@@ -35,6 +35,20 @@ RSpec.describe "exe/queue running a server" do
     end
   end
 
+  # Sidekiq 6.4.1 (cli.rb) prints why -d, -L and -P were removed and starts anyway; the notes are
+  # compared with Sidekiq's in spec/compat/cli_habits_spec.rb.
+  it "starts and runs jobs with -d, -L and -P, writing no log or pid file" do
+    Dir.mktmpdir("queue-removed-flags") do |dir|
+      server = start_server(app: "basic.rb", args: ["-d", "-L", "#{dir}/queue.log", "-P", "#{dir}/queue.pid"])
+      EchoWorker.perform_async("despite -d")
+      ran = wait_until("the job to run") { redis.lindex("ran:echo", 0) }
+      expect(JSON.parse(ran)["args"]).to eq(["despite -d"])
+      expect(server.output).to include("ERROR: Daemonization mode was removed in Sidekiq 6.0", "queue will only log to STDOUT")
+      expect(Dir.children(dir)).to be_empty
+      expect(server.stop.exitstatus).to eq(0)
+    end
+  end
+
   it "logs every thread's backtrace on TTIN and keeps running" do
     server = start_server(app: "basic.rb", args: ["-c", "2"])
     registered_process_info

@@ -54,15 +54,31 @@ RSpec.describe "client middleware" do
     expect(queued_jobs("mw").first).to include("jid" => jid, "stamp" => "v1")
   end
 
-  it "is called with the worker class as given, the job and its queue" do
+  it "is called with the worker class as given, the job, its queue and the redis pool" do
     use([ApiSpec::StampMiddleware])
     jid = ApiSpec::MiddlewareWorker.perform_async
     JobQueue::Client.push("class" => "Remote::Worker", "args" => [], "queue" => "remote")
 
     expect(ApiSpec::StampMiddleware::CALLS).to match([
-      {worker_class: ApiSpec::MiddlewareWorker, queue: "mw", redis_pool: nil, jid: jid},
-      {worker_class: "Remote::Worker", queue: "remote", redis_pool: nil, jid: a_string_matching(/\A\h{24}\z/)}
+      {worker_class: ApiSpec::MiddlewareWorker, queue: "mw", redis_pool: JobQueue.redis_pool, jid: jid},
+      {worker_class: "Remote::Worker", queue: "remote", redis_pool: JobQueue.redis_pool, jid: a_string_matching(/\A\h{24}\z/)}
     ])
+  end
+
+  # Sidekiq 6.4.1 (client.rb, push): `middleware.invoke(worker_class, item, queue, @redis_pool)`, a
+  # ConnectionPool; middleware calls `redis_pool.with { |conn| ... }` for its own keys.
+  it "gets a redis_pool that answers with { |conn| ... } on the configured Redis, as Sidekiq's" do
+    pool_middleware = Class.new do
+      def call(_worker_class, job, _queue, redis_pool)
+        redis_pool.with { |conn| conn.incr("pushes:#{job["queue"]}") }
+        yield
+      end
+    end
+    stub_const("ApiSpec::PoolMiddleware", pool_middleware)
+    use([ApiSpec::PoolMiddleware])
+    2.times { ApiSpec::MiddlewareWorker.perform_async }
+    expect(redis.get("pushes:mw")).to eq("2")
+    expect(redis.llen("queue:mw")).to eq(2)
   end
 
   it "can send the job to another queue" do

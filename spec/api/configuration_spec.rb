@@ -39,8 +39,8 @@ RSpec.describe JobQueue::Configuration do
       expect(config.redis_url).to eq("unix:///run/redis.sock?db=3&pass=s%26cret")
     end
 
-    it "refuses unknown keys" do
-      expect { config.redis = {url: "redis://h", host: "h", pool_size: 5} }.to raise_error(ArgumentError, /host, pool_size/)
+    it "refuses unknown keys, naming them" do
+      expect { config.redis = {url: "redis://h", pool_size: 5, driver: :ruby} }.to raise_error(ArgumentError, /unknown redis option\(s\) pool_size, driver/)
     end
 
     it "falls back to REDIS_URL, then to the local default" do

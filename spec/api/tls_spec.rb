@@ -3,6 +3,7 @@
 require "openssl"
 require "socket"
 require "tmpdir"
+require "stringio"
 require_relative "../apps/api_tls"
 
 # rediss:// against a redis-server that only speaks TLS, with a self-signed certificate made here.
@@ -44,6 +45,26 @@ RSpec.describe "rediss:// (TLS)" do
 
   it "refuses an untrusted certificate with a connection error" do
     JobQueue.configure { |c| c.redis = {url: "rediss://localhost:#{@port}/0"} }
+    expect { JobQueue.engine.ping }.to raise_error(JobQueue::ConnectionError)
+  end
+
+  # Sidekiq 6.4.1 hands ssl_params to redis-rb. The engine honours verify_mode (VERIFY_NONE becomes the
+  # URL's #insecure); JobQueue.redis's connections take them all.
+  it "skips verification with ssl_params verify_mode: VERIFY_NONE, in the engine and in JobQueue.redis" do
+    JobQueue.configure do |c|
+      c.redis = {url: "rediss://localhost:#{@port}/0", ssl_params: {verify_mode: OpenSSL::SSL::VERIFY_NONE}}
+    end
+    expect(JobQueue.config.redis_url).to eq("rediss://localhost:#{@port}/0#insecure")
+    expect(JobQueue.engine.ping).to be(true)
+    expect(JobQueue.redis { |conn| conn.ping }).to eq("PONG")
+  end
+
+  it "trusts ssl_params ca_file in JobQueue.redis only, and warns that the engine does not" do
+    log = StringIO.new
+    JobQueue.config.logger = Logger.new(log)
+    JobQueue.configure { |c| c.redis = {url: "rediss://localhost:#{@port}/0", ssl_params: {ca_file: "#{@dir}/cert.pem"}} }
+    expect(log.string).to include("redis ssl_params ca_file: applies to JobQueue.redis connections only")
+    expect(JobQueue.redis { |conn| conn.ping }).to eq("PONG")
     expect { JobQueue.engine.ping }.to raise_error(JobQueue::ConnectionError)
   end
 

@@ -97,6 +97,22 @@ RSpec.describe "JobQueue::Worker sidekiq_options" do
       end
     end
 
+    # Sidekiq 6.4.1 checks none of these at set() (job_util.rb validates class, args, at and tags
+    # only) and pushes `retry: "bogus"`, which its server then reads as "retry with the default
+    # count"; ours refuses it at the call, as our sidekiq_options does (a deliberate difference).
+    it "refuses set(retry: \"bogus\") at the call, naming the option, and pushes nothing" do
+      expect { ApiSpec::PlainWorker.set(retry: "bogus") }
+        .to raise_error(ArgumentError, 'ApiSpec::PlainWorker.set: invalid option retry: "bogus"')
+      expect { ApiSpec::PlainWorker.set(queue: "ok").set("backtrace" => "all") }
+        .to raise_error(ArgumentError, 'ApiSpec::PlainWorker.set: invalid option backtrace: "all"')
+      expect(TestRedis.client.keys("*")).to be_empty
+    end
+
+    it "takes valid set() options and keys it does not know, as Sidekiq" do
+      ApiSpec::PlainWorker.set(retry: 2, queue: :low, "custom" => {"x" => 1}).perform_async
+      expect(queued_jobs("low").first).to include("retry" => 2, "queue" => "low", "custom" => {"x" => 1})
+    end
+
     it "refuses JobQueue::Worker in a module" do
       expect { Module.new { include JobQueue::Worker } }.to raise_error(ArgumentError, /class/)
     end

@@ -1,0 +1,143 @@
+# frozen_string_literal: true
+
+require "uri"
+
+module JobQueue
+  # The options of `config.redis = {...}` that Sidekiq 6.4 takes, read the way redis-rb reads them: a
+  # URL (`url:`, else REDIS_URL, else redis://127.0.0.1:6379/0) whose parts `host:`, `port:`, `db:`,
+  # `password:` and `path:` (a unix socket) override, `ssl: true` or rediss:// for TLS.
+  #
+  # Two readers: the engine gets one URL (#engine_url), and JobQueue.redis's connections get redis-rb
+  # options (#client_options) plus a pool size and checkout timeout. What the engine cannot use is
+  # named by #ignored_by_engine, for a warning.
+  class RedisOptions
+    DEFAULT_URL = "redis://127.0.0.1:6379/0"
+    KEYS = %i[url password namespace host port db path ssl ssl_params size network_timeout pool_timeout].freeze
+    # The TLS parameters the engine honours: verify_mode (VERIFY_NONE becomes the URL's #insecure).
+    ENGINE_SSL_PARAMS = %i[verify_mode].freeze
+    OVERRIDES = %i[host port db path ssl].freeze
+
+    attr_reader :options
+
+    def initialize(options)
+      raise ArgumentError, "redis options must be a Hash, got #{options.inspect}" unless options.is_a?(Hash)
+
+      @options = options.transform_keys(&:to_sym)
+      unknown = @options.keys - KEYS
+      raise ArgumentError, "unknown redis option(s) #{unknown.join(", ")}; use #{KEYS.map { |k| "#{k}:" }.join(", ")}" if unknown.any?
+
+      validate!
+    end
+
+    # The URL the engine dials: the given one unchanged unless an option overrides part of it, with
+    # `password:` in its userinfo (in the `pass` query parameter of a unix:// URL, the only place a
+    # socket URL has for it), and `#insecure` when ssl_params turn verification off.
+    def engine_url
+      url = OVERRIDES.any? { |key| @options.key?(key) } ? overridden_url : base_url
+      url = with_password(url, @options[:password]) unless @options[:password].nil?
+      insecure? ? "#{url}#insecure" : url
+    end
+
+    # Keyword options for Redis.new (redis-rb), which applies the same overrides to the same URL.
+    def client_options
+      client = {url: base_url}
+      %i[host port db path password ssl ssl_params].each { |key| client[key] = @options[key] if @options.key?(key) }
+      client[:timeout] = @options[:network_timeout] if @options.key?(:network_timeout)
+      client
+    end
+
+    # Connections in JobQueue.redis's pool: `size:`, else Sidekiq's default (concurrency + 5 in a
+    # server, 5 elsewhere).
+    def pool_size(concurrency, server)
+      @options[:size] || (server ? concurrency + 5 : 5)
+    end
+
+    # Seconds JobQueue.redis waits for a free connection (Sidekiq's default: 1).
+    def pool_timeout
+      @options[:pool_timeout] || 1
+    end
+
+    # One sentence per option the engine does not use (JobQueue.redis's connections still do).
+    def ignored_by_engine
+      ignored = []
+      if @options.key?(:network_timeout)
+        ignored << "redis option network_timeout: applies to JobQueue.redis connections only; " \
+          "the engine dials with a 2 s timeout and waits up to 30 s for a reply"
+      end
+      ssl = (@options[:ssl_params] || {}).keys.map(&:to_sym) - ENGINE_SSL_PARAMS
+      if ssl.any?
+        ignored << "redis ssl_params #{ssl.join(", ")}: applies to JobQueue.redis connections only; " \
+          "the engine trusts the system's CA certificates (or the file SSL_CERT_FILE names) and sends no client certificate"
+      end
+      ignored
+    end
+
+    private
+
+    def base_url
+      @options[:url] || ENV["REDIS_URL"] || DEFAULT_URL
+    end
+
+    def validate!
+      check(:host) { |v| v.is_a?(String) && !v.empty? }
+      check(:port) { |v| v.is_a?(Integer) && v.between?(1, 65_535) }
+      check(:db) { |v| v.is_a?(Integer) && v >= 0 }
+      check(:path) { |v| v.is_a?(String) && !v.empty? }
+      check(:ssl) { |v| v == true || v == false }
+      check(:ssl_params) { |v| v.is_a?(Hash) }
+      check(:size) { |v| v.is_a?(Integer) && v.positive? }
+      check(:network_timeout) { |v| v.is_a?(Numeric) && v.positive? }
+      check(:pool_timeout) { |v| v.is_a?(Numeric) && v.positive? }
+    end
+
+    def check(key)
+      return unless @options.key?(key)
+      return if yield(@options[key])
+
+      raise ArgumentError, "invalid redis option #{key}: #{@options[key].inspect}"
+    end
+
+    # VERIFY_NONE, given as OpenSSL's constant (0) or its name.
+    def insecure?
+      params = @options[:ssl_params] or return false
+      mode = params[:verify_mode] || params["verify_mode"]
+      return false if mode.nil?
+      return false unless engine_scheme_tls?
+
+      mode == 0 || mode.to_s.casecmp?("VERIFY_NONE") || mode.to_s.casecmp?("none")
+    end
+
+    def engine_scheme_tls?
+      @options[:ssl] == true || (!@options.key?(:ssl) && base_url.start_with?("rediss:"))
+    end
+
+    def overridden_url
+      return unix_url(@options[:path]) if @options.key?(:path)
+
+      uri = URI.parse(base_url)
+      raise ArgumentError, "redis options host:, port:, db: and ssl: need a redis:// or rediss:// URL, not #{uri.scheme}://" unless %w[redis rediss].include?(uri.scheme)
+
+      uri.scheme = @options[:ssl] ? "rediss" : "redis" if @options.key?(:ssl)
+      uri.host = @options[:host] if @options.key?(:host)
+      uri.port = @options[:port] || uri.port || 6379
+      uri.path = "/#{@options[:db]}" if @options.key?(:db)
+      uri.to_s
+    end
+
+    def unix_url(path)
+      @options.key?(:db) ? "unix://#{path}?db=#{@options[:db]}" : "unix://#{path}"
+    end
+
+    def with_password(url, password)
+      if url.match?(/\A(redis\+)?unix:/)
+        path, query = url.split("?", 2)
+        params = URI.decode_www_form(query.to_s).reject { |key, _| key == "pass" }
+        return "#{path}?#{URI.encode_www_form(params << ["pass", password.to_s])}"
+      end
+
+      uri = URI.parse(url)
+      uri.userinfo = "#{uri.user}:#{URI.encode_www_form_component(password.to_s).gsub("+", "%20")}"
+      uri.to_s
+    end
+  end
+end
