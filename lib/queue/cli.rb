@@ -236,6 +236,7 @@ module JobQueue
         ready = IO.select([reader], nil, nil, 1)
         signals = ready ? reader.read_nonblock(1024, exception: false).to_s.split("\n") : []
         signals.concat(launcher.remote_signals)
+        launcher.update_title
         signals.each do |sig|
           return stop(launcher) if handle(sig, launcher) == :stop
         end

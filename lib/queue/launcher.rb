@@ -67,6 +67,17 @@ module JobQueue
       requeued
     end
 
+    # The process title, as Sidekiq sets it for `ps` and `top`: "queue 0.1.0 app [3 of 10 busy]", with
+    # " stopping" once quiet. The CLI's loop calls it every second.
+    def update_title
+      return unless @server
+
+      tag = @config.tag.to_s.empty? ? "" : " #{@config.tag}"
+      title = "queue #{VERSION}#{tag} [#{@server.busy_count} of #{@config.concurrency} busy]"
+      title += " stopping" if @quiet
+      Process.setproctitle(title)
+    end
+
     # Signals (TSTP, TERM, TTIN) a dashboard sent to this process.
     def remote_signals
       @server ? @server.take_signals : []

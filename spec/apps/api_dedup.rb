@@ -107,12 +107,17 @@ class DedupRaceRescheduleWorker
 end
 
 # Pushes `worker` with the same argument `times` times from `threads` threads of this process, then
-# records when its last push returned.
+# records when its last push began (a server may start the job it queued before the push returns, so
+# "after the last push" means after it began).
 def dedup_race_push(worker, times, threads)
   Array.new(threads) do |t|
     Thread.new do
-      ((times + threads - 1 - t) / threads).times { worker.perform_async("same") }
-      Record.redis.rpush("dedup:race:last_push", Time.now.to_f.to_s)
+      began = nil
+      ((times + threads - 1 - t) / threads).times do
+        began = Time.now.to_f
+        worker.perform_async("same")
+      end
+      Record.redis.rpush("dedup:race:last_push", began.to_s)
     end
   end.each(&:join)
 end

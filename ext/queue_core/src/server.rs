@@ -137,6 +137,11 @@ impl Server {
         self.shared.quiet();
     }
 
+    /// How many processor threads are running a job now (for the process title).
+    pub fn busy_count(&self) -> usize {
+        self.shared.busy_count()
+    }
+
     /// Signals (`TSTP`, `TERM`, `TTIN`) sent through the dashboard since the last call.
     pub fn take_signals(&self) -> Vec<String> {
         fetch_lock(&self.signals).drain(..).collect()

@@ -38,6 +38,11 @@ impl Server {
         blocking(move || inner.stop())
     }
 
+    /// How many processor threads are running a job now.
+    fn busy_count(&self) -> usize {
+        self.inner.busy_count()
+    }
+
     /// Signal names a dashboard sent since the last call.
     fn take_signals(&self) -> Vec<String> {
         self.inner.take_signals()
@@ -52,6 +57,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("quiet", magnus::method!(Server::quiet, 0))?;
     class.define_method("stop", magnus::method!(Server::stop, 0))?;
     class.define_method("take_signals", magnus::method!(Server::take_signals, 0))?;
+    class.define_method("busy_count", magnus::method!(Server::busy_count, 0))?;
     let _ = to_ruby;
     Ok(())
 }

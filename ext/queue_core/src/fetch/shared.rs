@@ -181,6 +181,14 @@ impl FetchShared {
         }
     }
 
+    /// How many threads are running a job right now.
+    pub fn busy_count(&self) -> usize {
+        lock(&self.slots)
+            .iter()
+            .filter(|slot| lock(slot).current.is_some())
+            .count()
+    }
+
     /// The jobs running right now, one per busy thread.
     pub fn busy(&self) -> Vec<Busy> {
         lock(&self.slots)
