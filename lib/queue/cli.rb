@@ -46,11 +46,11 @@ module JobQueue
       # `queue ordered ACTION`: stats and morgue of ordered workers (lib/queue/ordered/command.rb).
       return Ordered::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) } if argv.first == "ordered"
 
+      # Lines reach a file or pipe as they happen (as in Sidekiq's CLI), not when the buffer fills.
+      $stdout.sync = true
       options = parse(argv)
       return 0 if options[:exit]
 
-      # Log lines reach a file or pipe as they happen (as in Sidekiq's CLI), not when the buffer fills.
-      $stdout.sync = true
       JobQueue.server!
       apply(options)
       return no_app if options[:require].nil? && !rails_app?(".")

@@ -13,9 +13,9 @@ module JobQueue
   # A server writes a `start` line as each job starts and a `done` or `fail` line as it ends
   # (`config.job_logs = :text`, the default; `:json` for GitLab's structured lines; nil for none), at
   # INFO, so `logger.level = Logger::WARN` silences them as it does Sidekiq's. With the default logger
-  # the engine writes them: formatted in Rust, buffered with the logger's own lines in one sink and
-  # written out within 100 ms (at once on shutdown), so a job's lines stay in order at a fraction of a
-  # Ruby `Logger` call's cost. A logger of the app's own gets the same lines through `logger.info`.
+  # the engine writes them: recorded by the engine, formatted and written by a writer thread within
+  # 100 ms (at once when the logger writes a line, and on shutdown), so a job's lines stay in order
+  # at a fraction of a Ruby `Logger` call's cost. A logger of the app's own gets the same lines through `logger.info`.
   module Logging
     # Sidekiq's `Pretty` formatter: time, pid, the thread's tid, the running job's context, then the
     # message.
@@ -26,10 +26,13 @@ module JobQueue
       end
     end
 
-    # The logger device that writes into the engine's sink (shared with the engine's job lines).
+    # The logger device that writes into the engine's sink (shared with the engine's job lines). A
+    # line logged from Ruby is written out at once, with the job lines queued before it, as a
+    # synchronous logger would write it; only the engine's own job lines wait for the writer thread.
     class Device
       def write(line)
         Native.log_write(line.to_s)
+        Native.log_flush
       end
 
       def flush
@@ -83,6 +86,7 @@ module JobQueue
     def start_server_lines(config)
       engine_lines = config.job_logs == :text && config.default_logger?
       if engine_lines
+        $stdout.flush # what Ruby buffered goes out before the engine writes to the same descriptor
         logger = config.logger
         config.swap_default_logger(::Logger.new(Device.new, level: logger.level, progname: logger.progname, formatter: logger.formatter))
         at_exit { Native.log_flush }
