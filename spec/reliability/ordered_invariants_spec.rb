@@ -11,8 +11,10 @@ require_relative "ordered_invariant_checker"
 # chunk the rows are shuffled, so one perform_async may carry an id's versions in any order; across
 # chunks an id's versions only grow, so "seen in non-decreasing score order across runs" is a property
 # the servers must keep, not one the pushes could break. A chunk is pushed whenever fewer than
-# BACKLOG ids are queued, so new versions keep merging into queued and failed ones. Half-way, one
-# process is killed with SIGKILL and restarted; its shards must be taken over within 30 s.
+# `backlog` ids are queued, so new versions keep merging into queued and failed ones. The second
+# process starts beside the first, so shards change hands under load; half-way, the first is killed
+# with SIGKILL and restarted (its successor joins under load too); its shards must be taken over
+# within 30 s.
 RSpec.describe "ordered jobs under failures, kill -9 and restart" do
   include_context "with server processes"
 
@@ -42,6 +44,12 @@ RSpec.describe "ordered jobs under failures, kill -9 and restart" do
     rows.each_slice(rows.size / chunks).map(&:shuffle)
   end
 
+  # Ids queued in every shard but `except`.
+  def queued(except: nil)
+    shards = (0...worker.shards_count).map(&:to_s) - Array(except)
+    shards.sum { |s| redis.zcard(key("ids_scored_by_perform_in:#{s}")) }
+  end
+
   def in_flight(shards) = shards.sum { |s| redis.hlen(key("processing:ids_with_perform_in:#{s}")) }
 
   def drained?
@@ -56,20 +64,24 @@ RSpec.describe "ordered jobs under failures, kill -9 and restart" do
 
   it "never runs an id twice at once, keeps each id's versions in order, loses none, and takes a killed process's shards over within 30 s" do
     started = monotonic
+    # The second process joins while the first already runs: shards change hands under load.
     running = Array.new(2) { start_server("ordered_invariants.rb", "-c", "5") }
     identities = running.map { |s| identity_of(s) }
-    wait_until("both processes to hold shards") { leases.size == worker.shards_count && leases.values.uniq.size == 2 }
 
     kill = nil
     takeover = nil
     push_chunks.each_with_index do |chunk, i|
-      wait_until("fewer than #{backlog} ids queued", timeout: 60) { redis.zcard(key("all_ids_lex")) < backlog }
+      # The killed process's shards stall until taken over; pushes go on at the pace of the others.
+      wait_until("fewer than #{backlog} ids queued", timeout: 60) { queued(except: kill&.fetch(:shards)) < backlog }
       worker.perform_async(chunk)
+      if i == chunks * 2 / 5
+        wait_until("both processes to hold shards") { leases.size == worker.shards_count && leases.values.uniq.size == 2 }
+      end
       next unless i == chunks / 2
 
       victim = running.first
-      wait_until("the victim to run batches") { runs_by(victim.pid) >= 100 }
       held = leases.select { |_, who| who == identities.first }.keys
+      wait_until("the victim to be running batches") { runs_by(victim.pid) >= 100 && in_flight(held) >= 3 }
       victim.kill!
       kill = {pid: victim.pid, at: monotonic, shards: held, orphaned: in_flight(held), ran: runs_by(victim.pid)}
       running << start_server("ordered_invariants.rb", "-c", "5")
