@@ -32,7 +32,7 @@ module Bench
     def call
       prepare
       spawned = monotonic
-      @server = Server.new(@kind, @redis, app: APP_FILES.fetch(@kind), args: ["-c", @concurrency.to_s], env: env).start
+      @server = Server.new(server_kind, @redis, app: app_file, args: ["-c", @concurrency.to_s], env: env).start
       begin
         @server.wait_for("#{@kind} to take its first job", interval: 0.001, timeout: TIMEOUT) { queue_length < @jobs }
         first = snapshot
@@ -46,6 +46,11 @@ module Bench
     end
 
     private
+
+    # The server process (:sidekiq or :queue) and its app under bench/apps.
+    def server_kind = @kind
+
+    def app_file = APP_FILES.fetch(@kind)
 
     def prepare
       @redis.client.flushall
