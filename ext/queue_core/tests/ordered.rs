@@ -331,6 +331,49 @@ fn failed_plus_queued_takes_the_failed_jobs_perform_in_and_retry_count() {
     );
 }
 
+#[test]
+fn put_back_returns_an_unrun_id_as_fetched_merged_with_what_was_pushed_meanwhile() {
+    let fx = Fx::new("", 5);
+    let (mut conn, own) = fx.owner(P1);
+    push(&mut conn, &fx.q, &[job("1", "v1", 5.0, 10.0)]).expect("push");
+    let batch = take(&mut fx.fetcher(P1, 1), &mut conn, &own);
+    let s = settle_one(&mut conn, &fx.q, P1, &batch, fail("boom", 0.0), 25);
+    assert_eq!(s.failed, 1);
+    // Fetched again after its first failure (retry_count 0, the error kept), then put back unrun,
+    // with a payload pushed meanwhile.
+    let batch = take(&mut fx.fetcher(P1, 1), &mut conn, &own);
+    let at = batch.jobs[0].perform_in;
+    push(&mut conn, &fx.q, &[job("1", "v2", 6.0, 1.0)]).expect("push");
+    let s = settle_one(&mut conn, &fx.q, P1, &batch, Outcome::PutBack, 25);
+    assert_eq!((s.processed, s.failed, s.lost), (0, 0, false));
+    assert_eq!(
+        fx.perform_in("1"),
+        Some(at),
+        "its own perform_in, not the push's"
+    );
+    assert_eq!(fx.retry_count("1"), Some(0.0));
+    assert_eq!(
+        fx.payloads("payloads:1"),
+        vec![("v1".into(), 5.0), ("v2".into(), 6.0)]
+    );
+    assert_eq!(
+        hget(&mut fx.t.conn(), &fx.key("errors"), "1").as_deref(),
+        Some("boom")
+    );
+    assert_eq!(counter(&mut fx.t.conn(), &fx.key("failed")), 1);
+    assert_eq!(counter(&mut fx.t.conn(), &fx.key("processed")), 0);
+    assert!(!exists(&mut fx.t.conn(), &fx.key("processing:payloads:1")));
+    assert_eq!(
+        hget(
+            &mut fx.t.conn(),
+            &fx.key("processing_length_by_shard"),
+            &fx.q.shard_of("1").to_string()
+        )
+        .as_deref(),
+        Some("0")
+    );
+}
+
 // ---- retries and the morgue ----------------------------------------------------------------------
 
 #[test]
