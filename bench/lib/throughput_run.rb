@@ -26,7 +26,6 @@ module Bench
 
     def initialize(kind, redis, jobs:, concurrency:)
       @kind = kind
-      @server_kind = SERVERS.fetch(kind)
       @redis = redis
       @jobs = jobs
       @concurrency = concurrency
@@ -37,7 +36,7 @@ module Bench
     def call
       prepare
       spawned = monotonic
-      @server = Server.new(@server_kind, @redis, app: APP_FILES.fetch(@kind), args: ["-c", @concurrency.to_s], env: env).start
+      @server = Server.new(server_kind, @redis, app: app_file, args: ["-c", @concurrency.to_s], env: env).start
       begin
         @server.wait_for("#{@kind} to take its first job", interval: 0.001, timeout: TIMEOUT) { queue_length < @jobs }
         first = snapshot
@@ -52,10 +51,15 @@ module Bench
 
     private
 
+    # The server process (:sidekiq or :queue) and its app under bench/apps.
+    def server_kind = SERVERS.fetch(@kind)
+
+    def app_file = APP_FILES.fetch(@kind)
+
     def prepare
       @redis.client.flushall
       File.delete(@done_file) if File.exist?(@done_file)
-      Clients.push_blank_jobs(@server_kind, @jobs)
+      Clients.push_blank_jobs(server_kind, @jobs)
       raise "expected #{@jobs} jobs in #{QUEUE_KEY}, found #{queue_length}" unless queue_length == @jobs
     end
 
@@ -66,7 +70,7 @@ module Bench
     def finished?
       return false unless File.exist?(@done_file)
 
-      @server_kind == :sidekiq || @redis.client.get("stat:processed").to_i >= @jobs
+      server_kind == :sidekiq || @redis.client.get("stat:processed").to_i >= @jobs
     end
 
     def queue_length

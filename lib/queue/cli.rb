@@ -231,16 +231,42 @@ module JobQueue
       rescue ArgumentError
         # signal not supported on this platform
       end
-      launcher = Launcher.new(JobQueue.config).run
+      launcher = Launcher.new(JobQueue.config)
+      begin
+        launcher.run
+        wait_for_stop(reader, launcher)
+      rescue StandardError => e
+        # Stopped by an error outside any job: stop what runs, then tell the app (Lowkiq's last_words).
+        stop_after(launcher, e)
+        last_words(e)
+        raise
+      end
+      stop(launcher).tap { last_words(nil) }
+    end
+
+    def wait_for_stop(reader, launcher)
       loop do
         ready = IO.select([reader], nil, nil, 1)
         signals = ready ? reader.read_nonblock(1024, exception: false).to_s.split("\n") : []
         signals.concat(launcher.remote_signals)
         launcher.update_title
         signals.each do |sig|
-          return stop(launcher) if handle(sig, launcher) == :stop
+          return if handle(sig, launcher) == :stop
         end
       end
+    end
+
+    def stop_after(launcher, error)
+      JobQueue.logger.error("stopping after #{error.class}: #{error.message}")
+      launcher.stop
+    rescue StandardError => e
+      JobQueue.config.report_error(e, context: "stopping after an error failed")
+    end
+
+    def last_words(error)
+      JobQueue.config.last_words&.call(error)
+    rescue StandardError => e
+      JobQueue.config.report_error(e, context: "last_words raised")
     end
 
     def handle(sig, launcher)

@@ -41,6 +41,7 @@ module JobQueue
       # The shutdown timeout ran out; the engine already put this job back on its queue.
     rescue Exception => e # rubocop:disable Lint/RescueException
       @config.report_error(e, context: "processor thread died")
+      abandon_ordered
       @launcher.processor_died(self, e)
     ensure
       @fetcher&.close
@@ -52,6 +53,14 @@ module JobQueue
     end
 
     private
+
+    # A thread dying outside a job puts back the ordered ids it holds (its plain job stays in its
+    # working list), so they do not wait in processing until their shard changes owner.
+    def abandon_ordered
+      engine_call { @ordered&.abandon }
+    rescue => e
+      @config.report_error(e, context: "putting back the ordered batch of a dead processor thread failed")
+    end
 
     # How long a plain fetch may wait: not at all right after an ordered batch (there may be more),
     # briefly while ordered workers may have work (an ordered push does not wake a parked thread).

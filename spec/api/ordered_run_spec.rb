@@ -162,4 +162,29 @@ RSpec.describe "running ordered workers" do
     expect(ran).to eq([{"a" => ["p"]}])
     expect(processing_keys(worker)).to be_empty
   end
+
+  it "puts back, as fetched, the ids a processor thread holds when it dies outside a job" do
+    worker = ordered_worker("OrderedAbandonWorker") { self.shards_count = 1 }
+    ran = []
+    worker.define_singleton_method(:perform) { |batch| ran << batch }
+    worker.perform_async([{id: "a", payload: "1", perform_in: 1000.0}, {id: "b", payload: "2", score: 5, perform_in: 2000.0}])
+    redis.zadd(lowkiq_key(worker, "all_ids_scored_by_retry_count"), 1, "b") # b failed twice before
+    redis.hset(lowkiq_key(worker, "errors"), "b", "RuntimeError: earlier")
+    work = ordered_server(worker).thread_work(0)
+
+    expect(work.step).to be(true) # runs a; its settle fetched b, which the thread now holds
+    expect(ran).to eq([{"a" => ["1"]}])
+    expect(redis.hget(lowkiq_key(worker, "processing:ids_with_perform_in:0"), "b")).not_to be_nil
+
+    expect(work.abandon).to eq(1)
+    expect(queued_state(worker, "b")).to eq(lex: 0.0, perform_in: 2000.0, shard_perform_in: 2000.0, retry_count: 1.0, payloads: [['"2"', 5.0]])
+    expect(redis.hget(lowkiq_key(worker, "errors"), "b")).to eq("RuntimeError: earlier")
+    expect(processing_keys(worker)).to be_empty
+    expect(redis.hget(lowkiq_key(worker, "processing_length_by_shard"), "0").to_i).to eq(0)
+    expect([redis.get(lowkiq_key(worker, "processed")).to_i, redis.get(lowkiq_key(worker, "failed")).to_i]).to eq([1, 0])
+    expect(work.abandon).to eq(0)
+
+    drain(work)
+    expect(ran).to eq([{"a" => ["1"]}, {"b" => ["2"]}])
+  end
 end

@@ -331,6 +331,49 @@ fn failed_plus_queued_takes_the_failed_jobs_perform_in_and_retry_count() {
     );
 }
 
+#[test]
+fn put_back_returns_an_unrun_id_as_fetched_merged_with_what_was_pushed_meanwhile() {
+    let fx = Fx::new("", 5);
+    let (mut conn, own) = fx.owner(P1);
+    push(&mut conn, &fx.q, &[job("1", "v1", 5.0, 10.0)]).expect("push");
+    let batch = take(&mut fx.fetcher(P1, 1), &mut conn, &own);
+    let s = settle_one(&mut conn, &fx.q, P1, &batch, fail("boom", 0.0), 25);
+    assert_eq!(s.failed, 1);
+    // Fetched again after its first failure (retry_count 0, the error kept), then put back unrun,
+    // with a payload pushed meanwhile.
+    let batch = take(&mut fx.fetcher(P1, 1), &mut conn, &own);
+    let at = batch.jobs[0].perform_in;
+    push(&mut conn, &fx.q, &[job("1", "v2", 6.0, 1.0)]).expect("push");
+    let s = settle_one(&mut conn, &fx.q, P1, &batch, Outcome::PutBack, 25);
+    assert_eq!((s.processed, s.failed, s.lost), (0, 0, false));
+    assert_eq!(
+        fx.perform_in("1"),
+        Some(at),
+        "its own perform_in, not the push's"
+    );
+    assert_eq!(fx.retry_count("1"), Some(0.0));
+    assert_eq!(
+        fx.payloads("payloads:1"),
+        vec![("v1".into(), 5.0), ("v2".into(), 6.0)]
+    );
+    assert_eq!(
+        hget(&mut fx.t.conn(), &fx.key("errors"), "1").as_deref(),
+        Some("boom")
+    );
+    assert_eq!(counter(&mut fx.t.conn(), &fx.key("failed")), 1);
+    assert_eq!(counter(&mut fx.t.conn(), &fx.key("processed")), 0);
+    assert!(!exists(&mut fx.t.conn(), &fx.key("processing:payloads:1")));
+    assert_eq!(
+        hget(
+            &mut fx.t.conn(),
+            &fx.key("processing_length_by_shard"),
+            &fx.q.shard_of("1").to_string()
+        )
+        .as_deref(),
+        Some("0")
+    );
+}
+
 // ---- retries and the morgue ----------------------------------------------------------------------
 
 #[test]
@@ -925,6 +968,62 @@ fn shards_rebalance_as_processes_join_and_die_and_drain_before_hand_over() {
     owns[1].leave(&mut conns[1]).expect("leave");
     beat(&mut owns, &mut conns, &[0]);
     assert_eq!(owns[0].owned().len(), 6);
+}
+
+/// A beat reads the in-flight counts, plans, then applies: a thread of the process may fetch from a
+/// shard in between. The release must then be refused (the shard kept, draining), or the next owner
+/// would recover that id and run it while it still runs here.
+#[test]
+fn a_shard_fetched_from_after_the_beat_looked_is_kept_draining_not_released() {
+    let fx = Fx::new("", 4);
+    let (mut c1, mut c2) = (fx.sync(), fx.sync());
+    let mut p1 = Ownership::new(fx.q.clone(), P1, Splitter::Balanced).expect("owner");
+    let mut p2 = Ownership::new(fx.q.clone(), P2, Splitter::Balanced).expect("owner");
+    p1.balance(&mut c1).expect("balance");
+    p2.balance(&mut c2).expect("balance"); // joins; every shard is P1's for now
+    assert_eq!(p1.owned().len(), 4);
+    assert!(p2.owned().is_empty());
+
+    let mut live = vec![P1.to_owned(), P2.to_owned()];
+    live.sort();
+    let offset = queue_core::ordered::lease::queue_offset(fx.q.name());
+    let shard = (0..4)
+        .find(|s| queue_core::ordered::lease::assignee(&live, offset, *s) == Some(P2))
+        .expect("P2 gets a shard");
+    let id = (0..1000)
+        .map(|i| format!("id{i}"))
+        .find(|id| fx.q.shard_of(id) == shard)
+        .expect("an id in that shard");
+    push(&mut c1, &fx.q, &[job(&id, "x", 1.0, 0.0)]).expect("push");
+
+    // P1's beat looks (nothing in flight), a P1 thread fetches from the shard, the beat applies.
+    let snap = p1.look(&mut c1).expect("look");
+    let batch = fx
+        .fetcher(P1, 1)
+        .fetch(&mut fx.sync(), &[shard])
+        .expect("fetch")
+        .expect("due");
+    let b = p1.apply(&mut c1, &snap).expect("apply");
+    assert!(!b.released.contains(&shard), "{b:?}");
+    assert_eq!(leases(&fx).get(&shard).map(String::as_str), Some(P1));
+    assert!(p1.owned().contains(&shard));
+    assert!(!p1.fetchable().contains(&shard), "draining");
+
+    // P2 cannot take it, so nothing recovers the id while it runs.
+    p2.balance(&mut c2).expect("balance");
+    assert!(!p2.owned().contains(&shard));
+    assert!(exists(
+        &mut fx.t.conn(),
+        &fx.key(&format!("processing:payloads:{id}"))
+    ));
+
+    // Settled, the shard is released at P1's next beat and claimed at P2's.
+    settle_one(&mut c1, &fx.q, P1, &batch, Outcome::Done, 25);
+    p1.balance(&mut c1).expect("balance");
+    p2.balance(&mut c2).expect("balance");
+    assert!(p2.owned().contains(&shard));
+    assert!(!p1.owned().contains(&shard));
+    assert_eq!(counter(&mut fx.t.conn(), &fx.key("processed")), 1);
 }
 
 // ---- bad data --------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ module JobQueue
     #     c.ordered_scheduler = :seq          # :lag (default) or :seq
     #     c.ordered_splitter = :by_node       # :balanced (default), :default, :by_node
     #     c.on_server_init = -> { ActiveRecord::Base.establish_connection }
+    #     c.last_words = ->(error) { Bugsnag.notify(error) if error }
     #   end
     #
     # `:by_node` reads QUEUE_NUMBER_OF_NODES and QUEUE_NODE_NUMBER (and is chosen by default when they
@@ -17,7 +18,7 @@ module JobQueue
       SCHEDULERS = %i[lag seq].freeze
       SPLITTERS = %i[balanced default by_node].freeze
 
-      attr_reader :on_server_init
+      attr_reader :on_server_init, :last_words
 
       # Callables `(worker, batch, &block)` wrapped around every ordered `perform`, first outermost.
       def ordered_server_middlewares
@@ -60,6 +61,14 @@ module JobQueue
         raise ArgumentError, "on_server_init must respond to call, got #{callable.inspect}" unless callable.nil? || callable.respond_to?(:call)
 
         @on_server_init = callable
+      end
+
+      # Called once when the server stops (Lowkiq's `last_words`): with the StandardError that stopped
+      # it (raised outside any job), or with nil when a signal stopped it.
+      def last_words=(callable)
+        raise ArgumentError, "last_words must respond to call, got #{callable.inspect}" unless callable.nil? || callable.respond_to?(:call)
+
+        @last_words = callable
       end
 
       # @api private: what the engine's splitter argument is.

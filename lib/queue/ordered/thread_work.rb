@@ -20,6 +20,7 @@ module JobQueue
         @index = index
         @fetchers = {}
         @held = nil
+        @running = nil
         @pending = nil
         @turn = 0
       end
@@ -30,7 +31,7 @@ module JobQueue
         @held ||= fetch_from_any if fetch
         return false unless @held
 
-        batch = @held
+        batch = @running = @held
         @held = nil
         outcomes, morgue_candidates = run(batch)
         settle(batch, outcomes, morgue_candidates, fetch: fetch)
@@ -42,6 +43,16 @@ module JobQueue
       def finish
         flush_pending
         step(fetch: false) while @held
+      end
+
+      # The thread dies of an error outside any job: writes a settle still pending and puts back the
+      # ids it holds that did not finish (fetched with the last settle, or taken when the error
+      # struck), so they run again now, not when the shard changes owner. Returns how many went back.
+      def abandon
+        flush_pending
+        batches = [@running, @held].compact
+        @running = @held = nil
+        batches.sum { |batch| batch.fetcher.put_back(batch.shard, batch.jobs.map(&:first)) ? batch.jobs.size : 0 }
       end
 
       private
@@ -125,6 +136,7 @@ module JobQueue
 
       def settle(batch, outcomes, oldest, fetch:)
         @pending = [batch, outcomes, oldest]
+        @running = nil
         shards = fetch ? shards_for_next(batch.worker) : []
         lost, _processed, _failed, morgue_ids, next_batch = batch.fetcher.settle_and_fetch([batch.shard, outcomes], batch.worker.max_retry_count, shards)
         @pending = nil

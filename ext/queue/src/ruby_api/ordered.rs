@@ -321,6 +321,23 @@ impl OrderedFetcher {
     }
 }
 
+impl OrderedFetcher {
+    /// `put_back(shard, ids)`: ids fetched from `shard` that never ran (their thread died holding
+    /// them) go back to the queue as they were fetched, neither processed nor failed. Returns false
+    /// when the shard changed owner meanwhile: its new owner has recovered them already.
+    fn put_back(rb_self: &Self, shard: u32, ids: Vec<String>) -> Result<bool, Error> {
+        let outcomes: Vec<(String, Outcome)> =
+            ids.into_iter().map(|id| (id, Outcome::PutBack)).collect();
+        let inner = &rb_self.inner;
+        let (settled, _) = blocking(move || {
+            let mut guard = inner.lock().unwrap_or_else(PoisonError::into_inner);
+            let (conn, fetcher) = &mut *guard;
+            fetcher.settle_and_fetch(conn, Some((shard, outcomes.as_slice())), 0, &[])
+        })?;
+        Ok(!settled.lost)
+    }
+}
+
 fn reply(ruby: &Ruby, settled: Settled, batch: Option<Batch>) -> Result<RArray, Error> {
     let out = ruby.ary_new_capa(5);
     out.push(settled.lost)?;
@@ -369,5 +386,6 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
         "settle_and_fetch",
         magnus::method!(OrderedFetcher::settle_and_fetch, 3),
     )?;
+    fetcher.define_method("put_back", magnus::method!(OrderedFetcher::put_back, 2))?;
     Ok(())
 }

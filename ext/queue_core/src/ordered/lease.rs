@@ -241,16 +241,26 @@ impl Ownership {
     /// One beat: renews this process's leases, plans, applies, and recovers acquired shards. Call it
     /// every [`crate::liveness::BEAT_INTERVAL`] (and once before the first fetch).
     pub fn balance(&mut self, conn: &mut SyncConn) -> Result<Balance> {
-        let snap = parse_snapshot(conn.script(&self.lease_call("look"))?)?;
+        let snap = self.look(conn)?;
+        self.apply(conn, &snap)
+    }
+
+    /// The first half of a beat: renews this process's leases and reads what the plan is made from.
+    pub fn look(&self, conn: &mut SyncConn) -> Result<Snapshot> {
+        parse_snapshot(conn.script(&self.lease_call("look"))?)
+    }
+
+    /// The second half of a beat: plans from `snap` and applies the plan. The script re-checks every
+    /// claim and release, so a snapshot gone stale meanwhile (a thread of ours fetched from a shard
+    /// the plan releases) only delays a hand-over: such a shard is kept, and drains.
+    pub fn apply(&mut self, conn: &mut SyncConn, snap: &Snapshot) -> Result<Balance> {
         let plan = plan(
             &self.identity,
             self.queue.shards_count(),
             self.splitter,
             self.offset,
-            &snap,
+            snap,
         );
-        // Shards we hold by the snapshot but which the plan neither keeps nor drains are lost (taken
-        // over while we were silent): forget them.
         let mut out = Balance::default();
         let mut inv = self.lease_call("apply");
         for s in &plan.claim {
@@ -268,18 +278,26 @@ impl Ownership {
                     .map_err(|_| Error::redis(format!("lease script returned shard {s:?}")))
             })
             .collect::<Result<_>>()?;
+        // A release the script refused (something of the shard is in processing) keeps the shard,
+        // draining: fetched no more, released at a later beat.
+        let kept: BTreeSet<u32> = plan
+            .release
+            .iter()
+            .filter(|s| held.contains(*s))
+            .copied()
+            .collect();
         for s in &plan.release {
-            if self.owned.remove(s) {
+            if !kept.contains(s) && self.owned.remove(s) {
                 out.released.push(*s);
             }
         }
-        self.draining = plan.drain.iter().copied().collect();
+        self.draining = plan.drain.iter().chain(&kept).copied().collect();
         // Held by the snapshot and draining stay owned; anything else we thought we held but the
-        // snapshot names another owner for is gone.
+        // snapshot names another owner for is gone (taken over while we were silent).
         self.owned
             .retain(|s| snap.leases.get(s).map(String::as_str) == Some(self.identity.as_str()));
         for s in held {
-            if self.owned.contains(&s) {
+            if self.owned.contains(&s) || kept.contains(&s) {
                 continue;
             }
             // Acquired: put back what a previous owner left in processing before fetching from it.

@@ -37,6 +37,9 @@ pub enum Outcome {
         /// Seconds until the next attempt: the worker's `retry_in(retry_count + 1)`.
         retry_in: f64,
     },
+    /// Not run (its thread died before running it): back to the queue as it was fetched — its
+    /// `perform_in`, `retry_count` and error — merged as recovery merges; neither processed nor failed.
+    PutBack,
 }
 
 /// What a settle did.
@@ -92,6 +95,7 @@ pub(super) fn settle_args(
     for (id, outcome) in outcomes {
         match outcome {
             Outcome::Done => inv.arg(id).arg("ok").arg("").arg(0),
+            Outcome::PutBack => inv.arg(id).arg("back").arg("").arg(0),
             Outcome::Failed { error, retry_in } => inv
                 .arg(id)
                 .arg("fail")

@@ -10,8 +10,9 @@
 -- Every mode beats for ARGV[1] first. 'leave' then releases every lease ARGV[1] holds and removes it
 -- from the members. 'look' returns {live members, lease hash as a flat list,
 -- processing_length_by_shard as a flat list}. 'apply' claims a shard only if it is free, already ours,
--- or its owner is dead, and releases only our own, and returns the shards it holds afterwards among
--- those named: the caller planned from a snapshot, this re-checks under atomicity.
+-- or its owner is dead, releases only our own with nothing in processing, and returns the shards it
+-- holds afterwards among those named: the caller planned from a snapshot, this re-checks under
+-- atomicity.
 local me, dead_after, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -46,8 +47,15 @@ for i = 4, #ARGV, 2 do
       held[#held + 1] = s
     end
   elseif op == 'release' then
+    -- Only with nothing of the shard in processing: the plan read the in-flight counts before this
+    -- call, and a thread of ours may have fetched from the shard since. Released then, the next owner
+    -- would recover that id and run it while it still runs here. Kept (returned as held), it drains.
     if owner == me then
-      redis.call('HDEL', KEYS[1], s)
+      if (tonumber(redis.call('HGET', KEYS[3], s) or '0') or 0) > 0 then
+        held[#held + 1] = s
+      else
+        redis.call('HDEL', KEYS[1], s)
+      end
     end
   end
 end

@@ -3,7 +3,7 @@
 -- leases (KEYS[1])  the queue's lease hash
 -- ARGV[1]  the queue's key prefix   ARGV[2]  this process's identity   ARGV[3]  shard
 -- ARGV[4]  max_retry_count   ARGV[5]  the retry_count payloads return with after one went to the morgue
--- ARGV[6 ..]  groups of 4: id, 'ok' or 'fail', error text, retry delay in seconds
+-- ARGV[6 ..]  groups of 4: id, 'ok', 'fail' or 'back', error text, retry delay in seconds
 --
 -- Returns -1 without writing anything when this process no longer holds the shard: a new owner has
 -- recovered the in-flight state and owns it now. Otherwise {processed, failed, {ids sent to the morgue}}.
@@ -11,6 +11,8 @@
 -- in `errors`; at retry_count >= max_retry_count the oldest payload goes to the morgue with the error
 -- and the rest return with perform_in = now and ARGV[5] as retry_count. Returning merges with what was
 -- pushed meanwhile: payloads union (lowest score wins), perform_in and retry_count are the failed job's.
+-- 'back' puts an id that did not run back as it was fetched (its perform_in, retry_count and error),
+-- merged as a recovered id merges: neither processed nor failed.
 --
 -- A library chunk: it defines `ordered_settle(leases, args)`, which the settle script calls with
 -- (KEYS[1], ARGV) and the settle-and-fetch script with its share of ARGV (`ordered_settle_fetch.lua`).
@@ -33,6 +35,7 @@ local function ordered_settle(leases, ARGV)
   local processed, failed, settled, morgued = 0, 0, 0, {}
   for i = 6, #ARGV, 4 do
     local id, outcome, err, delay = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+    local was_at = outcome == 'back' and redis.call('HGET', ppi, id)
     -- HDEL answers whether the id was in processing (a repeated settle finds it gone).
     if redis.call('HDEL', ppi, id) == 1 then
       local retry = -1
@@ -40,12 +43,25 @@ local function ordered_settle(leases, ARGV)
         retry = tonumber(redis.call('HGET', prc, id) or '-1') or -1
       end
       local ppk = p .. 'processing:payloads:' .. id
+      local was_err = outcome == 'back' and redis.call('HGET', perr, id)
       redis.call('HDEL', prc, id)
       redis.call('HDEL', perr, id)
       settled = settled + 1
       if outcome == 'ok' then
         redis.call('DEL', ppk)
         processed = processed + 1
+      elseif outcome == 'back' then
+        local pk = p .. 'payloads:' .. id
+        if redis.call('EXISTS', ppk) == 1 then
+          ordered_union(p, id, pk, ppk, clock())
+        end
+        if redis.call('EXISTS', pk) == 1 then
+          redis.call('ZADD', p .. 'all_ids_lex', 0, id)
+          redis.call('ZADD', p .. 'all_ids_scored_by_perfrom_in', was_at, id)
+          redis.call('ZADD', p .. 'all_ids_scored_by_retry_count', retry, id)
+          redis.call('ZADD', p .. 'ids_scored_by_perform_in:' .. s, was_at, id)
+          if was_err then redis.call('HSET', p .. 'errors', id, was_err) end
+        end
       else
         failed = failed + 1
         retry = retry + 1

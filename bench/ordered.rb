@@ -1,0 +1,122 @@
+#!/usr/bin/env ruby
+# frozen_string_literal: true
+
+# Ordered jobs (issue #6) against the real Sidekiq 6.4.1's plain jobs, in the same run, on a
+# redis-server of the benchmark's own: N blank ordered jobs (distinct ids, 5 shards) drained by
+# `exe/queue -c 5` at batch size 1 and at batch size 10, and N blank plain jobs drained by
+# `sidekiq -c 5`.
+#
+#   ruby bench/ordered.rb               # N=100000 jobs, ROUNDS=3
+#   N=20000 ROUNDS=1 ruby bench/ordered.rb
+#
+# Each round drains N jobs once with each (the order rotates between rounds); the table shows the
+# medians. How time and CPU are measured: bench/lib/throughput_run.rb, bench/lib/ordered_run.rb,
+# bench/README.md.
+require_relative "lib/clients"
+require_relative "lib/redis_server"
+require_relative "lib/report"
+require_relative "lib/throughput_run"
+require_relative "lib/ordered_run"
+
+module Bench
+  # Runs the rounds and prints and records the results.
+  module Ordered
+    JOBS = Integer(ENV.fetch("N", "100000"))
+    ROUNDS = Integer(ENV.fetch("ROUNDS", "3"))
+    CONCURRENCY = 5
+    KINDS = %w[sidekiq ordered_1 ordered_10].freeze
+    FIELDS = %w[jobs_per_s server_cpu_us_per_job redis_cpu_us_per_job seconds boot_seconds
+      server_cores redis_cores other_processes_cores].freeze
+    LABELS = {
+      "sidekiq" => "Sidekiq #{Sidekiq::VERSION} plain",
+      "ordered_1" => "queue ordered, batch 1",
+      "ordered_10" => "queue ordered, batch 10"
+    }.freeze
+    # Issue #6's targets (reported, not asserted).
+    TARGET_SPEEDUP = 2.0
+    FLOOR_SPEEDUP = 1.0
+    TARGET_REDIS_US = 15.0
+
+    module_function
+
+    def run
+      redis = RedisServer.new.start
+      Clients.configure(redis.url)
+      load_before = Cpu.loadavg
+      rounds = (1..ROUNDS).map { |i| round(redis, i) }
+      load_after = Cpu.loadavg
+      summary = KINDS.to_h { |k| [k, Report.medians(rounds.map { |r| r[k] }, FIELDS)] }
+      print_report(rounds, summary, load_before, load_after)
+      path = Report.write_json("ordered", {
+        "benchmark" => "ordered",
+        "jobs" => JOBS, "rounds" => ROUNDS, "concurrency" => CONCURRENCY, "shards" => OrderedBlankJob.shards_count,
+        "machine" => Report.machine(redis.version).merge("loadavg_before" => load_before, "loadavg_after" => load_after),
+        "runs" => rounds, "medians" => summary, "ratios" => KINDS.drop(1).to_h { |k| [k, ratios(summary, k)] }
+      })
+      puts "\nresults: #{path}"
+    ensure
+      redis&.stop
+    end
+
+    def round(redis, index)
+      order = KINDS.rotate(index - 1)
+      order.to_h do |kind|
+        warn "round #{index}/#{ROUNDS}: #{kind} draining #{JOBS} jobs..."
+        [kind, measure(kind, redis).call]
+      end
+    end
+
+    def measure(kind, redis)
+      return ThroughputRun.new(:sidekiq, redis, jobs: JOBS, concurrency: CONCURRENCY) if kind == "sidekiq"
+
+      OrderedRun.new(redis, jobs: JOBS, concurrency: CONCURRENCY, batch: Integer(kind.delete_prefix("ordered_")))
+    end
+
+    def ratios(summary, kind)
+      q, s = summary.fetch(kind), summary.fetch("sidekiq")
+      FIELDS.first(3).to_h { |f| [f, Report.ratio(q[f], s[f])] }
+    end
+
+    def print_report(rounds, summary, load_before, load_after)
+      puts "\nOrdered: #{Report.num(JOBS)} blank jobs, -c #{CONCURRENCY}, #{OrderedBlankJob.shards_count} shards, " \
+        "distinct ids, median of #{ROUNDS} round(s)"
+      puts Report.load_line(load_before, load_after)
+      puts
+      header = ["", "jobs/s", "server CPU µs/job", "Redis CPU µs/job", "drain s", "boot s", "other procs (cores)"]
+      rows = KINDS.map { |k| row(LABELS.fetch(k), summary.fetch(k)) }
+      KINDS.drop(1).each do |k|
+        r = ratios(summary, k)
+        rows << ["#{k} / Sidekiq", Report.times(r["jobs_per_s"]), Report.times(r["server_cpu_us_per_job"]),
+          Report.times(r["redis_cpu_us_per_job"]), "", "", ""]
+      end
+      puts Report.table(header, rows)
+      by_round = rounds.map { |rd| Report.times(Report.ratio(rd.dig("ordered_1", "jobs_per_s"), rd.dig("sidekiq", "jobs_per_s"))) }
+      puts "ordered batch 1 / Sidekiq jobs/s in each round: #{by_round.join(", ")}"
+      puts "\nEach round:"
+      puts Report.table(header, rounds.each_with_index.flat_map { |rd, i| KINDS.map { |k| row("#{i + 1}: #{k}", rd.fetch(k)) } })
+      print_targets(summary)
+    end
+
+    def print_targets(summary)
+      speedup = ratios(summary, "ordered_1")["jobs_per_s"]
+      puts "\nTargets (issue #6; reported, not asserted):"
+      puts target_line("ordered batch-1 jobs/s ≥ #{TARGET_SPEEDUP}× Sidekiq's plain jobs/s", speedup >= TARGET_SPEEDUP, Report.times(speedup))
+      puts target_line("ordered batch-1 jobs/s ≥ #{FLOOR_SPEEDUP}× Sidekiq's (the floor)", speedup >= FLOOR_SPEEDUP, Report.times(speedup))
+      KINDS.drop(1).each do |k|
+        us = summary.dig(k, "redis_cpu_us_per_job")
+        puts target_line("Redis CPU ≤ #{TARGET_REDIS_US} µs per ordered job (#{LABELS.fetch(k)})", us <= TARGET_REDIS_US, "#{Report.num(us, 1)} µs")
+      end
+    end
+
+    def row(label, m)
+      [label, Report.num(m["jobs_per_s"]), Report.num(m["server_cpu_us_per_job"], 1), Report.num(m["redis_cpu_us_per_job"], 1),
+        Report.num(m["seconds"], 2), Report.num(m["boot_seconds"], 2), Report.num(m["other_processes_cores"], 2)]
+    end
+
+    def target_line(what, met, value)
+      "  #{met ? "met   " : "MISSED"}  #{what}: #{value}"
+    end
+  end
+end
+
+Bench::Ordered.run if $PROGRAM_NAME == __FILE__
