@@ -83,7 +83,7 @@ module Bench
       puts Report.load_line(load_before, load_after)
       puts
       header = ["", "jobs/s", "server CPU µs/job", "Redis CPU µs/job", "drain s", "boot s", "other procs (cores)"]
-      rows = KINDS.map { |k| row(LABELS.fetch(k), summary.fetch(k)) }
+      rows = KINDS.map { |k| Report.drain_row(LABELS.fetch(k), summary.fetch(k)) }
       KINDS.drop(1).each do |k|
         r = ratios(summary, k)
         rows << ["#{k} / Sidekiq", Report.times(r["jobs_per_s"]), Report.times(r["server_cpu_us_per_job"]),
@@ -93,28 +93,19 @@ module Bench
       by_round = rounds.map { |rd| Report.times(Report.ratio(rd.dig("ordered_1", "jobs_per_s"), rd.dig("sidekiq", "jobs_per_s"))) }
       puts "ordered batch 1 / Sidekiq jobs/s in each round: #{by_round.join(", ")}"
       puts "\nEach round:"
-      puts Report.table(header, rounds.each_with_index.flat_map { |rd, i| KINDS.map { |k| row("#{i + 1}: #{k}", rd.fetch(k)) } })
+      puts Report.table(header, rounds.each_with_index.flat_map { |rd, i| KINDS.map { |k| Report.drain_row("#{i + 1}: #{k}", rd.fetch(k)) } })
       print_targets(summary)
     end
 
     def print_targets(summary)
       speedup = ratios(summary, "ordered_1")["jobs_per_s"]
       puts "\nTargets (issue #6; reported, not asserted):"
-      puts target_line("ordered batch-1 jobs/s ≥ #{TARGET_SPEEDUP}× Sidekiq's plain jobs/s", speedup >= TARGET_SPEEDUP, Report.times(speedup))
-      puts target_line("ordered batch-1 jobs/s ≥ #{FLOOR_SPEEDUP}× Sidekiq's (the floor)", speedup >= FLOOR_SPEEDUP, Report.times(speedup))
+      puts Report.target("ordered batch-1 jobs/s ≥ #{TARGET_SPEEDUP}× Sidekiq's plain jobs/s", speedup >= TARGET_SPEEDUP, Report.times(speedup))
+      puts Report.target("ordered batch-1 jobs/s ≥ #{FLOOR_SPEEDUP}× Sidekiq's (the floor)", speedup >= FLOOR_SPEEDUP, Report.times(speedup))
       KINDS.drop(1).each do |k|
         us = summary.dig(k, "redis_cpu_us_per_job")
-        puts target_line("Redis CPU ≤ #{TARGET_REDIS_US} µs per ordered job (#{LABELS.fetch(k)})", us <= TARGET_REDIS_US, "#{Report.num(us, 1)} µs")
+        puts Report.target("Redis CPU ≤ #{TARGET_REDIS_US} µs per ordered job (#{LABELS.fetch(k)})", us <= TARGET_REDIS_US, "#{Report.num(us, 1)} µs")
       end
-    end
-
-    def row(label, m)
-      [label, Report.num(m["jobs_per_s"]), Report.num(m["server_cpu_us_per_job"], 1), Report.num(m["redis_cpu_us_per_job"], 1),
-        Report.num(m["seconds"], 2), Report.num(m["boot_seconds"], 2), Report.num(m["other_processes_cores"], 2)]
-    end
-
-    def target_line(what, met, value)
-      "  #{met ? "met   " : "MISSED"}  #{what}: #{value}"
     end
   end
 end

@@ -70,7 +70,7 @@ module Bench
       puts Report.load_line(load_before, load_after)
       puts
       header = ["", "jobs/s", "server CPU µs/job", "Redis CPU µs/job", "drain s", "boot s", "other procs (cores)"]
-      rows = KINDS.map { |k| row(LABELS.fetch(k.to_s), summary.fetch(k.to_s)) }
+      rows = KINDS.map { |k| Report.drain_row(LABELS.fetch(k.to_s), summary.fetch(k.to_s)) }
       r = ratios(summary)
       rows << ["queue / Sidekiq", Report.times(r["jobs_per_s"]), Report.times(r["server_cpu_us_per_job"]),
         Report.times(r["redis_cpu_us_per_job"]), "", "", ""]
@@ -79,22 +79,13 @@ module Bench
       by_round = rounds.map { |rd| Report.times(Report.ratio(rd.dig("queue", "jobs_per_s"), rd.dig("sidekiq", "jobs_per_s"))) }
       puts "queue / Sidekiq jobs/s in each round: #{by_round.join(", ")}"
       puts "\nEach round:"
-      puts Report.table(header, rounds.each_with_index.flat_map { |rd, i| KINDS.map { |k| row("#{i + 1}: #{k}", rd.fetch(k.to_s)) } })
+      puts Report.table(header, rounds.each_with_index.flat_map { |rd, i| KINDS.map { |k| Report.drain_row("#{i + 1}: #{k}", rd.fetch(k.to_s)) } })
       puts "\nTargets (reported, not asserted):"
-      puts target_line("processing jobs/s ≥ #{TARGET_SPEEDUP}× Sidekiq", r["jobs_per_s"] >= TARGET_SPEEDUP, Report.times(r["jobs_per_s"]))
+      puts Report.target("processing jobs/s ≥ #{TARGET_SPEEDUP}× Sidekiq", r["jobs_per_s"] >= TARGET_SPEEDUP, Report.times(r["jobs_per_s"]))
       redis_us = summary.dig("queue", "redis_cpu_us_per_job")
-      puts target_line("Redis CPU ≤ #{TARGET_REDIS_US} µs/job", redis_us <= TARGET_REDIS_US, "#{Report.num(redis_us, 1)} µs")
+      puts Report.target("Redis CPU ≤ #{TARGET_REDIS_US} µs/job", redis_us <= TARGET_REDIS_US, "#{Report.num(redis_us, 1)} µs")
       cost = 1 - summary.dig("queue_logs", "jobs_per_s") / summary.dig("queue", "jobs_per_s")
-      puts target_line("per-job log lines cost ≤ #{(TARGET_LOG_COST * 100).round}% of jobs/s", cost <= TARGET_LOG_COST, format("%.1f%%", cost * 100))
-    end
-
-    def row(label, m)
-      [label, Report.num(m["jobs_per_s"]), Report.num(m["server_cpu_us_per_job"], 1), Report.num(m["redis_cpu_us_per_job"], 1),
-        Report.num(m["seconds"], 2), Report.num(m["boot_seconds"], 2), Report.num(m["other_processes_cores"], 2)]
-    end
-
-    def target_line(what, met, value)
-      "  #{met ? "met   " : "MISSED"}  #{what}: #{value}"
+      puts Report.target("per-job log lines cost ≤ #{(TARGET_LOG_COST * 100).round}% of jobs/s", cost <= TARGET_LOG_COST, format("%.1f%%", cost * 100))
     end
   end
 end

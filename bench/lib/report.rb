@@ -50,6 +50,17 @@ module Bench
       value.nil? ? "-" : format("%.2f×", value)
     end
 
+    # One server drain (ThroughputRun and OrderedRun) as a table row.
+    def drain_row(label, m)
+      [label, num(m["jobs_per_s"]), num(m["server_cpu_us_per_job"], 1), num(m["redis_cpu_us_per_job"], 1),
+        num(m["seconds"], 2), num(m["boot_seconds"], 2), num(m["other_processes_cores"], 2)]
+    end
+
+    # A goal as the reports print it: "met" or "MISSED", what, and the measured value.
+    def target(what, met, value)
+      "  #{met ? "met   " : "MISSED"}  #{what}: #{value}"
+    end
+
     # Rows of strings as a table: first column left-aligned, the others right-aligned.
     def table(header, rows)
       all = [header, *rows]
