@@ -540,6 +540,36 @@ fn lag_picks_the_most_late_shard_and_seq_goes_round() {
 }
 
 #[test]
+fn a_late_shard_whose_due_ids_are_all_running_does_not_hold_up_the_others() {
+    let fx = Fx::new("", 5);
+    let (mut conn, own) = fx.owner(P1);
+    // "1" is in shard 3, "a" in shard 2. "1" runs, is pushed again (due at 40), and stays the oldest
+    // due id of any shard; "a" (due at 50) must still be taken, by lag and by seq alike.
+    push(&mut conn, &fx.q, &[job("1", "v1", 1.0, 40.0)]).expect("push");
+    let running = take(&mut fx.fetcher(P1, 5), &mut conn, &own);
+    assert_eq!(running.jobs[0].id, "1");
+    push(
+        &mut conn,
+        &fx.q,
+        &[job("1", "v2", 2.0, 40.0), job("a", "x", 1.0, 50.0)],
+    )
+    .expect("push");
+    for scheduler in [Scheduler::Lag, Scheduler::Seq] {
+        let mut f = OrderedFetcher::new(fx.q.clone(), P1, scheduler, 5).expect("fetcher");
+        let b = f
+            .fetch(&mut conn, &[3, 2])
+            .expect("fetch")
+            .expect("a due id");
+        assert_eq!((b.shard, b.jobs[0].id.as_str()), (2, "a"), "{scheduler:?}");
+        settle_one(&mut conn, &fx.q, P1, &b, fail("again", 0.0), 25);
+    }
+    settle_one(&mut conn, &fx.q, P1, &running, Outcome::Done, 25);
+    let next = take(&mut fx.fetcher(P1, 5), &mut conn, &own);
+    assert_eq!(next.jobs[0].id, "1");
+    assert_eq!(texts(&next.jobs[0].payloads), vec![("v2".into(), 2.0)]);
+}
+
+#[test]
 fn two_fetchers_never_hold_the_same_id_and_every_payload_runs_once() {
     let fx = Fx::new("", 3);
     let (_, own) = fx.owner(P1);

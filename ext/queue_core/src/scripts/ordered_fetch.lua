@@ -14,31 +14,8 @@
 --
 -- A library chunk: it defines `ordered_fetch(leases, args)`, which the fetch script calls with
 -- (KEYS[1], ARGV) and the settle-and-fetch script with its share of ARGV (`ordered_settle_fetch.lua`).
-local function ordered_fetch(leases, ARGV)
-  local p, me, mode, batch = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-  local now = ordered_time()
-  local owners = redis.call('HMGET', leases, unpack(ARGV, 5))
-  local chosen, best
-  for i = 5, #ARGV do
-    local s = ARGV[i]
-    if owners[i - 4] == me then
-      local first = redis.call('ZRANGE', p .. 'ids_scored_by_perform_in:' .. s, 0, 0, 'WITHSCORES')
-      local at = first[2] and tonumber(first[2])
-      if at and at <= now then
-        if mode == 'seq' then
-          chosen = s
-          break
-        end
-        if not best or at < best then
-          chosen, best = s, at
-        end
-      end
-    end
-  end
-  if not chosen then
-    return {}
-  end
-  local s = chosen
+-- Takes up to `batch` due ids of shard `s` that are not in processing; returns {s, entries...}.
+local function ordered_take(p, s, batch, now)
   local sk = p .. 'ids_scored_by_perform_in:' .. s
   local ppi = p .. 'processing:ids_with_perform_in:' .. s
   local prc = p .. 'processing:ids_with_retry_count:' .. s
@@ -83,4 +60,38 @@ local function ordered_fetch(leases, ARGV)
     redis.call('HINCRBY', plen, s, #out - 1)
   end
   return out
+end
+
+local function ordered_fetch(leases, ARGV)
+  local p, me, mode, batch = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+  local now = ordered_time()
+  local owners = redis.call('HMGET', leases, unpack(ARGV, 5))
+  -- The held shards with a due id, in the scheduler's order: listed order for seq, oldest due id first
+  -- (listed order among equals) for lag. The first one that yields an id not already in processing is
+  -- taken from, so a shard whose due ids are all running (pushed again while they run) does not
+  -- hold up the others.
+  local candidates = {}
+  for i = 5, #ARGV do
+    local s = ARGV[i]
+    if owners[i - 4] == me then
+      local first = redis.call('ZRANGE', p .. 'ids_scored_by_perform_in:' .. s, 0, 0, 'WITHSCORES')
+      local at = first[2] and tonumber(first[2])
+      if at and at <= now then
+        candidates[#candidates + 1] = {s, at, i}
+      end
+    end
+  end
+  if mode ~= 'seq' then
+    table.sort(candidates, function(a, b)
+      if a[2] ~= b[2] then return a[2] < b[2] end
+      return a[3] < b[3]
+    end)
+  end
+  for _, c in ipairs(candidates) do
+    local out = ordered_take(p, c[1], batch, now)
+    if #out > 1 then
+      return out
+    end
+  end
+  return {}
 end
