@@ -25,6 +25,7 @@ pub fn to_ruby(e: queue_core::Error) -> Error {
         queue_core::Error::InvalidArgument(_) => ruby.exception_arg_error(),
         queue_core::Error::InvalidJob(_) => ruby.get_inner(&INVALID_JOB),
         queue_core::Error::Connection { .. }
+        | queue_core::Error::Connect(_)
         | queue_core::Error::Closed { .. }
         | queue_core::Error::Incomplete { .. } => ruby.get_inner(&BASE),
     };

@@ -50,7 +50,7 @@ impl SyncConn {
             .as_mut()
             .ok_or_else(|| Error::connection("not connected"))?;
         op(conn).map_err(|e| {
-            let err = Error::from(e);
+            let err = self.redis.command_error(e);
             if err.is_connection() {
                 self.conn = None;
             }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, FromRedisValue};
 
+use crate::connect_error::{mask, ConnectError};
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 
@@ -113,11 +114,33 @@ impl Redis {
             .inner
             .client
             .get_connection_with_timeout(self.inner.config.connect_timeout)
-            .map_err(Error::from)?;
+            .map_err(|e| self.dial_error(e))?;
         conn.set_read_timeout(Some(RESPONSE_TIMEOUT))
             .and_then(|_| conn.set_write_timeout(Some(RESPONSE_TIMEOUT)))
-            .map_err(Error::from)?;
+            .map_err(|e| self.dial_error(e))?;
         Ok(conn)
+    }
+
+    /// An error from dialling: what stopped the connection, with the masked URL.
+    pub(crate) fn dial_error(&self, e: redis::RedisError) -> Error {
+        let db = self
+            .inner
+            .client
+            .get_connection_info()
+            .redis_settings()
+            .db();
+        Error::from(ConnectError::classify(&self.inner.config.url, db, e))
+    }
+
+    /// An error from a command on a dialled connection. A server that needs a password lets a
+    /// client without one connect and answers every command `NOAUTH`: that is reported as the
+    /// connection's failure, like a dial error.
+    pub(crate) fn command_error(&self, e: redis::RedisError) -> Error {
+        if ConnectError::is_noauth(&e) {
+            self.dial_error(e)
+        } else {
+            Error::from(e)
+        }
     }
 
     async fn dial(&self, blocking: bool) -> Result<MultiplexedConnection> {
@@ -133,7 +156,7 @@ impl Redis {
             .client
             .get_multiplexed_async_connection_with_config(&cfg)
             .await
-            .map_err(Error::from)
+            .map_err(|e| self.dial_error(e))
     }
 }
 
@@ -171,7 +194,7 @@ impl Conn {
 
     fn check<T>(&mut self, result: redis::RedisResult<T>) -> Result<T> {
         result.map_err(|e| {
-            let err = Error::from(e);
+            let err = self.redis.command_error(e);
             if err.is_connection() {
                 self.conn = None;
                 self.client_id = None;
@@ -214,12 +237,7 @@ impl Conn {
 
 /// The URL with any password replaced, for error messages and logs.
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            format!("{}://[redacted]{}", &url[..scheme_end], &url[at..])
-        }
-        _ => url.to_owned(),
-    }
+    mask(url)
 }
 
 #[cfg(test)]
@@ -230,7 +248,7 @@ mod tests {
     fn redacts_passwords() {
         assert_eq!(
             redact("rediss://user:secret@host:6380/1"),
-            "rediss://[redacted]@host:6380/1"
+            "rediss://user:****@host:6380/1"
         );
         assert_eq!(redact("redis://host:6379"), "redis://host:6379");
     }

@@ -6,6 +6,8 @@
 
 use thiserror::Error as ThisError;
 
+use crate::connect_error::ConnectError;
+
 #[derive(Debug, ThisError)]
 pub enum Error {
     /// Redis could not be reached, or the connection broke.
@@ -15,6 +17,10 @@ pub enum Error {
         #[source]
         source: Option<redis::RedisError>,
     },
+    /// Redis could not be used at all: refused, wants a password, no such database, TLS not
+    /// trusted. The message names the (masked) URL and says what to change.
+    #[error(transparent)]
+    Connect(Box<ConnectError>),
     /// Redis answered with an error, or with a reply the engine cannot use.
     #[error("Redis error: {message}")]
     Redis {
@@ -90,10 +96,18 @@ impl Error {
         Error::Incomplete { operation, failed }
     }
 
+    /// What stopped the connection from being made, when that is what happened.
+    pub fn connect_error(&self) -> Option<&ConnectError> {
+        match self {
+            Error::Connect(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// True when the connection broke or could not be made: the command's effect is unknown.
     pub fn is_connection(&self) -> bool {
         match self {
-            Error::Connection { .. } => true,
+            Error::Connection { .. } | Error::Connect(_) => true,
             Error::Incomplete { failed, .. } => failed.iter().any(|(_, e)| e.is_connection()),
             _ => false,
         }
@@ -119,6 +133,12 @@ impl From<redis::RedisError> for Error {
                 source: Some(e),
             }
         }
+    }
+}
+
+impl From<ConnectError> for Error {
+    fn from(e: ConnectError) -> Self {
+        Error::Connect(Box::new(e))
     }
 }
 

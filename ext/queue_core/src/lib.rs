@@ -15,6 +15,7 @@ pub mod api;
 pub mod blocking;
 pub mod client;
 pub mod clock;
+pub mod connect_error;
 pub mod connection;
 pub mod dedup;
 pub mod error;
@@ -32,5 +33,6 @@ pub mod scripts;
 pub mod server;
 pub mod settle;
 
+pub use connect_error::{ConnectError, ConnectErrorKind};
 pub use connection::{Redis, RedisConfig};
 pub use error::{Error, Result};
