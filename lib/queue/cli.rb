@@ -127,7 +127,7 @@ module JobQueue
 
           opts[:max_batch] = v
         end
-        o.on("-v", "--verbose", "debug logging (default info)") { opts[:verbose] = true }
+        o.on("-v", "--verbose", "debug logging, the engine's too (default info; QUEUE_LOG sets the engine's)") { opts[:verbose] = true }
         o.on("-d", "--daemon", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:daemon] }
         o.on("-L", "--logfile PATH", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:logfile] }
         o.on("-P", "--pidfile PATH", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:pidfile] }
@@ -201,7 +201,14 @@ module JobQueue
       config.max_batch = options[:max_batch] if options[:max_batch]
       config.tag = options[:tag] if options[:tag]
       config.labels = options[:labels] if options[:labels]
-      config.logger.level = ::Logger::DEBUG if options[:verbose]
+      verbose! if options[:verbose]
+    end
+
+    # -v: the Ruby logger at DEBUG, and the engine's debug lines (fetch batches, scheduler moves,
+    # recovery) on stderr, unless QUEUE_LOG chose the engine's filter.
+    def verbose!
+      JobQueue.config.logger.level = ::Logger::DEBUG
+      Native.log_level = "debug" unless ENV.key?("QUEUE_LOG")
     end
 
     # A directory with config/application.rb is a Rails app: load its environment and eager-load it.

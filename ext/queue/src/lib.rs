@@ -8,7 +8,11 @@ mod errors;
 mod nogvl;
 mod ruby_api;
 
+use std::sync::OnceLock;
+
 use magnus::{prelude::*, Error, Ruby};
+use tracing_subscriber::prelude::*;
+use tracing_subscriber::{reload, EnvFilter, Registry};
 
 #[magnus::init(name = "queue")]
 fn init(ruby: &Ruby) -> Result<(), Error> {
@@ -24,14 +28,47 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     Ok(())
 }
 
+/// The engine's log filter, replaceable while the process runs (`JobQueue::Native.log_level=`).
+static LOG_FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
+
 /// Engine logs go to stderr; `QUEUE_LOG` (e.g. `info`, `queue_core=debug`) sets the level, `warn` by
-/// default.
+/// default. `queue -v` turns the engine's debug lines on through [`set_log_level`].
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("QUEUE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let filter = EnvFilter::try_from_env("QUEUE_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let (filter, handle) = reload::Layer::new(filter);
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    if tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .try_init()
+        .is_ok()
+    {
+        let _ = LOG_FILTER.set(handle);
+    }
+}
+
+/// `JobQueue::Native.log_level = "debug"`: the engine's filter from now on, in `QUEUE_LOG`'s syntax.
+/// A level alone applies to the engine's own lines; other crates stay at `warn`.
+pub(crate) fn set_log_level(ruby: &Ruby, level: String) -> Result<(), Error> {
+    let directives = match level.parse::<tracing::Level>() {
+        Ok(level) => format!("warn,queue_core={level},queue={level}"),
+        Err(_) => level.clone(),
+    };
+    let filter = EnvFilter::try_new(&directives).map_err(|e| {
+        Error::new(
+            ruby.exception_arg_error(),
+            format!("invalid engine log level {level:?}: {e}"),
+        )
+    })?;
+    if let Some(handle) = LOG_FILTER.get() {
+        handle.reload(filter).map_err(|e| {
+            Error::new(
+                ruby.exception_runtime_error(),
+                format!("cannot change the engine log level: {e}"),
+            )
+        })?;
+    }
+    Ok(())
 }

@@ -107,5 +107,11 @@ pub async fn recover(conn: &mut Conn, identity: &str) -> Result<usize> {
         .ignore();
     pipe.cmd("ZREM").arg(keys.alive()).arg(identity).ignore();
     conn.pipe::<()>(&pipe).await?;
+    tracing::debug!(
+        process = %identity,
+        lists = lists.len(),
+        jobs = moved,
+        "recovered working lists"
+    );
     Ok(moved)
 }

@@ -70,9 +70,12 @@ pub async fn turn(conn: &mut Conn, identity: &str) -> Duration {
         }
     };
     if due.is_some_and(|d| d.count > 0) {
-        if let Err(e) = enqueue_due(conn).await {
-            tracing::warn!(error = %e, "scheduler failed to enqueue due jobs");
-            return AFTER_ERROR;
+        match enqueue_due(conn).await {
+            Ok(moved) => tracing::debug!(moved, "scheduler moved due jobs to their queues"),
+            Err(e) => {
+                tracing::warn!(error = %e, "scheduler failed to enqueue due jobs");
+                return AFTER_ERROR;
+            }
         }
     }
     pause_after(due.as_ref(), now_f64())

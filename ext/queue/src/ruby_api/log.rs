@@ -1,4 +1,4 @@
-//! `JobQueue::Native.job_lines`, `log_write`, `log_flush`: the engine's log sink (see
+//! `JobQueue::Native.job_lines`, `log_write`, `log_flush` (and `log_level=`, the engine's filter): the engine's log sink (see
 //! `queue_core::job_lines`), shared by the per-job lines the engine writes and the Ruby logger's
 //! device, so that one stream keeps its order.
 
@@ -26,5 +26,6 @@ pub fn define(_ruby: &Ruby, native: &RModule) -> Result<(), Error> {
     native.define_module_function("job_lines", magnus::function!(job_lines, 2))?;
     native.define_module_function("log_write", magnus::function!(log_write, 1))?;
     native.define_module_function("log_flush", magnus::function!(log_flush, 0))?;
+    native.define_module_function("log_level=", magnus::function!(crate::set_log_level, 1))?;
     Ok(())
 }

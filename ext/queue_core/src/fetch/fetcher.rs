@@ -527,6 +527,15 @@ impl Fetcher {
             Ok(reply) => {
                 self.uncounted -= counted;
                 let batch = calls::fetched_units(&self.shared, &self.working, &req, reply)?;
+                if !batch.is_empty() {
+                    tracing::debug!(
+                        tid = %self.tid,
+                        jobs = batch.len(),
+                        queues = queues.len(),
+                        handed_back = returns.len(),
+                        "fetched a batch"
+                    );
+                }
                 Ok(if batch.is_empty() {
                     Fetched::Nothing(returns)
                 } else {

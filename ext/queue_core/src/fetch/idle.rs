@@ -67,6 +67,7 @@ pub async fn run(shared: Arc<FetchShared>, index: usize, working: String) {
         shared.set_blocked_client(&queue, None);
         match result {
             Ok(Some(raw)) => {
+                tracing::debug!(queue = %queue, "idle wait took a job for an idle thread");
                 let unit = Unit {
                     index,
                     queue: queue.clone(),
