@@ -19,6 +19,8 @@ RSpec.describe "Redis connection error messages" do
         "--tls-key-file", "#{@dir}/key.pem", "--tls-ca-cert-file", "#{@dir}/cert.pem", "--tls-auth-clients", "no", *common)
     ]
     @ports.each_value { |port| wait_until("redis-server to listen on #{port}") { listening?(port) } }
+    # Listening is not enough: each port must be our server's (another run may have taken one).
+    @pids.each { |pid| raise "redis-server #{pid} exited (port taken?)" if Process.waitpid(pid, Process::WNOHANG) }
   end
 
   after(:context) do

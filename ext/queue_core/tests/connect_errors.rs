@@ -6,6 +6,7 @@
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use queue_core::blocking::{BlockingConn, SyncConn};
@@ -13,6 +14,15 @@ use queue_core::{ConnectErrorKind, Error, Redis, RedisConfig};
 
 const REDIS_SERVER: &str = "/usr/bin/redis-server";
 const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Tests run one at a time: a port one test found free must not be taken by another's server.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// A redis-server on a private loopback port with extra arguments, killed when dropped.
 struct TcpRedis {
@@ -70,6 +80,10 @@ impl TcpRedis {
             }
             assert!(Instant::now() < deadline, "redis-server did not listen");
             std::thread::sleep(Duration::from_millis(5));
+        }
+        // Listening on the port is not enough: it must be this server that listens.
+        if let Some(status) = server.child.try_wait().expect("poll redis-server") {
+            panic!("redis-server exited (port {port} taken?): {status}");
         }
         server
     }
@@ -148,6 +162,7 @@ fn assert_kind(errors: &[Error], kind: ConnectErrorKind, starts: &str, hint: &st
 
 #[test]
 fn a_refused_port_names_the_url() {
+    let _serial = serial();
     let port = free_port();
     let url = format!("redis://:s3cret@127.0.0.1:{port}/0");
     assert_kind(
@@ -160,6 +175,7 @@ fn a_refused_port_names_the_url() {
 
 #[test]
 fn a_missing_password_is_noauth() {
+    let _serial = serial();
     let server = TcpRedis::start(&["--requirepass", "s3cret"], false);
     let url = format!("redis://127.0.0.1:{}/0", server.port);
     assert_kind(
@@ -193,6 +209,7 @@ fn a_missing_password_is_noauth() {
 
 #[test]
 fn a_wrong_password_is_rejected() {
+    let _serial = serial();
     let server = TcpRedis::start(&["--requirepass", "s3cret"], false);
     let url = format!("redis://:wrong-one@127.0.0.1:{}/0", server.port);
     assert_kind(
@@ -208,6 +225,7 @@ fn a_wrong_password_is_rejected() {
 
 #[test]
 fn a_database_past_the_last_is_named() {
+    let _serial = serial();
     let server = TcpRedis::start(&["--databases", "16"], false);
     let url = format!("redis://127.0.0.1:{}/99", server.port);
     assert_kind(
@@ -220,6 +238,7 @@ fn a_database_past_the_last_is_named() {
 
 #[test]
 fn an_untrusted_certificate_fails_the_handshake() {
+    let _serial = serial();
     let server = TcpRedis::start(&[], true);
     let url = format!("rediss://localhost:{}/0", server.port);
     assert_kind(
@@ -233,6 +252,7 @@ fn an_untrusted_certificate_fails_the_handshake() {
 /// The raw texts, for a reader checking what users see (`cargo test -- --nocapture`).
 #[test]
 fn every_message_as_printed() {
+    let _serial = serial();
     let refused = free_port();
     let password = TcpRedis::start(&["--requirepass", "s3cret"], false);
     let tls = TcpRedis::start(&[], true);
