@@ -225,7 +225,7 @@ module JobQueue
 
     # The native engine for the current settings.
     def engine
-      @engine ||= Native::Engine.new(redis_url, @namespace)
+      @engine ||= Native::Engine.new(redis_url, @namespace, @redis_options.engine_ca_file)
     end
 
     private

@@ -13,8 +13,9 @@ module JobQueue
   class RedisOptions
     DEFAULT_URL = "redis://127.0.0.1:6379/0"
     KEYS = %i[url password namespace host port db path ssl ssl_params size network_timeout pool_timeout].freeze
-    # The TLS parameters the engine honours: verify_mode (VERIFY_NONE becomes the URL's #insecure).
-    ENGINE_SSL_PARAMS = %i[verify_mode].freeze
+    # The TLS parameters the engine honours: verify_mode (VERIFY_NONE becomes the URL's #insecure) and
+    # ca_file (the CA certificates it trusts instead of the system's).
+    ENGINE_SSL_PARAMS = %i[verify_mode ca_file].freeze
     OVERRIDES = %i[host port db path ssl].freeze
 
     attr_reader :options
@@ -36,6 +37,14 @@ module JobQueue
       url = OVERRIDES.any? { |key| @options.key?(key) } ? overridden_url : base_url
       url = with_password(url, @options[:password]) unless @options[:password].nil?
       insecure? ? "#{url}#insecure" : url
+    end
+
+    # ssl_params ca_file, for a TLS URL: the PEM file of CA certificates the engine trusts instead of
+    # the system's. nil when not given (or not TLS).
+    def engine_ca_file
+      params = @options[:ssl_params] or return nil
+      file = params[:ca_file] || params["ca_file"]
+      file && engine_scheme_tls? ? file.to_s : nil
     end
 
     # Keyword options for Redis.new (redis-rb), which applies the same overrides to the same URL.
@@ -67,7 +76,7 @@ module JobQueue
       ssl = (@options[:ssl_params] || {}).keys.map(&:to_sym) - ENGINE_SSL_PARAMS
       if ssl.any?
         ignored << "redis ssl_params #{ssl.join(", ")}: applies to JobQueue.redis connections only; " \
-          "the engine trusts the system's CA certificates (or the file SSL_CERT_FILE names) and sends no client certificate"
+          "the engine trusts ssl_params ca_file, else the system's CA certificates (or the file SSL_CERT_FILE names), and sends no client certificate"
       end
       ignored
     end

@@ -58,7 +58,7 @@ RSpec.describe "Redis connection error messages" do
       "a TLS server whose certificate the client does not trust" => [
         ->(s) { "rediss://localhost:#{s.port(:tls)}/0" },
         ->(s) { "TLS handshake with Redis at rediss://localhost:#{s.port(:tls)}/0 failed: certificate not trusted" },
-        "set SSL_CERT_FILE to the CA certificate"
+        "set ssl_params ca_file (or SSL_CERT_FILE) to the CA certificate"
       ]
     }
   end

@@ -59,12 +59,26 @@ RSpec.describe "rediss:// (TLS)" do
     expect(JobQueue.redis { |conn| conn.ping }).to eq("PONG")
   end
 
-  it "trusts ssl_params ca_file in JobQueue.redis only, and warns that the engine does not" do
+  it "trusts ssl_params ca_file in the engine and in JobQueue.redis, with no warning" do
     log = StringIO.new
     JobQueue.config.logger = Logger.new(log)
     JobQueue.configure { |c| c.redis = {url: "rediss://localhost:#{@port}/0", ssl_params: {ca_file: "#{@dir}/cert.pem"}} }
-    expect(log.string).to include("redis ssl_params ca_file: applies to JobQueue.redis connections only")
+    expect(log.string).not_to include("ca_file")
     expect(JobQueue.redis { |conn| conn.ping }).to eq("PONG")
-    expect { JobQueue.engine.ping }.to raise_error(JobQueue::ConnectionError)
+    expect(JobQueue.engine.ping).to be(true)
+    TlsWorker.perform_async("trusted by ca_file")
+    expect(TestRedis.client.llen("queue:default")).to eq(0) # the job went to the TLS server
+  end
+
+  it "still warns about the ssl_params the engine does not use (a client certificate)" do
+    log = StringIO.new
+    JobQueue.config.logger = Logger.new(log)
+    JobQueue.configure { |c| c.redis = {url: "rediss://localhost:#{@port}/0", ssl_params: {ca_file: "#{@dir}/cert.pem", cert: "x"}} }
+    expect(log.string).to include("redis ssl_params cert: applies to JobQueue.redis connections only")
+  end
+
+  it "names an unreadable ca_file" do
+    JobQueue.configure { |c| c.redis = {url: "rediss://localhost:#{@port}/0", ssl_params: {ca_file: "#{@dir}/missing.pem"}} }
+    expect { JobQueue.engine }.to raise_error(ArgumentError, %r{cannot read ssl_params ca_file #{@dir}/missing.pem})
   end
 end

@@ -165,9 +165,8 @@ impl fmt::Display for ConnectError {
             ConnectErrorKind::TlsUntrusted => write!(
                 f,
                 "TLS handshake with Redis at {url} failed: certificate not trusted ({detail}): set \
-                 SSL_CERT_FILE to the CA certificate that signed the server's (the engine does not \
-                 read ssl_params ca_file), or ssl_params verify_mode: OpenSSL::SSL::VERIFY_NONE to \
-                 skip the check"
+                 ssl_params ca_file (or SSL_CERT_FILE) to the CA certificate that signed the \
+                 server's, or ssl_params verify_mode: OpenSSL::SSL::VERIFY_NONE to skip the check"
             ),
             ConnectErrorKind::Tls => write!(
                 f,

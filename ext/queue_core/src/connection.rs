@@ -11,6 +11,7 @@
 //! reports "connection refused", which hides an outage; we dial once with a short timeout and surface
 //! the error, and callers decide whether to back off.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +34,9 @@ pub struct RedisConfig {
     /// Prefix for every key, `""` for none.
     pub namespace: String,
     pub connect_timeout: Duration,
+    /// A PEM file of the CA certificates to trust for `rediss://` instead of the system's
+    /// (`ssl_params ca_file`); `None` for the system's (or the file `SSL_CERT_FILE` names).
+    pub ca_file: Option<PathBuf>,
 }
 
 impl RedisConfig {
@@ -41,7 +45,14 @@ impl RedisConfig {
             url: url.to_owned(),
             namespace: namespace.to_owned(),
             connect_timeout: Duration::from_secs(2),
+            ca_file: None,
         }
+    }
+
+    /// Trusts the CA certificates in `path` (PEM) for `rediss://`, instead of the system's.
+    pub fn with_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
     }
 }
 
@@ -68,7 +79,23 @@ impl std::fmt::Debug for Redis {
 impl Redis {
     /// Validates the URL; does not dial.
     pub fn new(config: RedisConfig) -> Result<Redis> {
-        let client = redis::Client::open(config.url.as_str()).map_err(|e| {
+        let client = match &config.ca_file {
+            None => redis::Client::open(config.url.as_str()),
+            Some(path) => {
+                let root_cert = std::fs::read(path).map_err(|e| {
+                    Error::InvalidArgument(format!(
+                        "cannot read ssl_params ca_file {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                let certs = redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(root_cert),
+                };
+                redis::Client::build_with_tls(config.url.as_str(), certs)
+            }
+        }
+        .map_err(|e| {
             Error::InvalidArgument(format!("invalid Redis URL {:?}: {e}", redact(&config.url)))
         })?;
         Ok(Redis {

@@ -87,6 +87,11 @@ impl TcpRedis {
         }
         server
     }
+
+    /// The self-signed certificate of a TLS server (its own CA).
+    fn cert(&self) -> std::path::PathBuf {
+        self._dir.path().join("cert.pem")
+    }
 }
 
 impl Drop for TcpRedis {
@@ -269,4 +274,29 @@ fn every_message_as_printed() {
             assert!(e.connect_error().is_some(), "{e}");
         }
     }
+}
+
+#[test]
+fn a_ca_file_is_trusted_instead_of_the_system_store() {
+    let _serial = serial();
+    let server = TcpRedis::start(&[], true);
+    let url = format!("rediss://localhost:{}/0", server.port);
+    let redis =
+        Redis::new(RedisConfig::new(&url, "").with_ca_file(server.cert())).expect("a valid URL");
+    let pong: String = SyncConn::new(&redis)
+        .cmd(&redis::cmd("PING"))
+        .expect("the sync PING over TLS");
+    assert_eq!(pong, "PONG");
+    let mut blocking = BlockingConn::new(&redis).expect("a runtime");
+    let pong = blocking
+        .run(async |c| c.cmd::<String>(&redis::cmd("PING")).await)
+        .expect("the async PING over TLS");
+    assert_eq!(pong, "PONG");
+
+    let missing = RedisConfig::new(&url, "").with_ca_file(server.cert().with_extension("missing"));
+    let e = Redis::new(missing).expect_err("an unreadable ca_file");
+    assert!(
+        e.to_string().starts_with("cannot read ssl_params ca_file"),
+        "{e}"
+    );
 }

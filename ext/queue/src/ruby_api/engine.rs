@@ -97,9 +97,14 @@ pub(super) fn with_sync<T>(
 }
 
 impl Engine {
-    fn new(url: String, namespace: String) -> Result<Engine, Error> {
-        let redis =
-            Redis::new(RedisConfig::new(&url, &namespace)).map_err(crate::errors::to_ruby)?;
+    /// `Engine.new(url, namespace, ca_file)`: `ca_file` (a PEM path or nil) is the CA to trust for
+    /// `rediss://` instead of the system's.
+    fn new(url: String, namespace: String, ca_file: Option<String>) -> Result<Engine, Error> {
+        let mut config = RedisConfig::new(&url, &namespace);
+        if let Some(path) = ca_file {
+            config = config.with_ca_file(path);
+        }
+        let redis = Redis::new(config).map_err(crate::errors::to_ruby)?;
         Ok(Engine {
             redis,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -315,7 +320,7 @@ impl Engine {
 
 pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     let class = native.define_class("Engine", ruby.class_object())?;
-    class.define_singleton_method("new", magnus::function!(Engine::new, 2))?;
+    class.define_singleton_method("new", magnus::function!(Engine::new, 3))?;
     class.define_method("namespace", magnus::method!(Engine::namespace, 0))?;
     class.define_method("push", magnus::method!(Engine::push, 2))?;
     class.define_method("push_new", magnus::method!(Engine::push_new, 3))?;
