@@ -54,7 +54,7 @@ module JobQueue
     end
 
     # `items` holds "class", "args" (an Array of argument Arrays), and optionally "at" (one time, or
-    # one per job) and any job option. The options are checked once; each job gets its own jid.
+    # one per job: a Time or epoch seconds) and any job option. The options are checked once; each job gets its own jid.
     # Returns the jids of the jobs pushed.
     def push_bulk(items)
       items = stringify(items)
@@ -76,8 +76,8 @@ module JobQueue
         job = base.merge("args" => args)
         job["jid"] ||= SecureRandom.hex(12)
         Context.stamp(job, worker_class) # "meta.*" worker context (context.rb)
-        at = ats.is_a?(Array) ? ats[i] : ats
-        job["at"] = at if check_at(at) && at > now
+        at = epoch(ats.is_a?(Array) ? ats[i] : ats)
+        job["at"] = at if at && at > now
         run_middleware(worker_class, job)
       end
       dropped = raw_push(jobs, worker_class)
@@ -105,7 +105,10 @@ module JobQueue
       JsonArgs.check!(job["args"], job["class"])
       job["jid"] ||= SecureRandom.hex(12)
       job["created_at"] ||= Time.now.to_f
-      job.delete("at") if job.key?("at") && !(check_at(job["at"]) && job["at"] > Time.now.to_f)
+      if job.key?("at")
+        at = epoch(job["at"])
+        at && at > Time.now.to_f ? job["at"] = at : job.delete("at")
+      end
       job
     end
 
@@ -114,13 +117,15 @@ module JobQueue
       klass.name or raise ArgumentError, "an anonymous class cannot be enqueued: a server could not find it by name"
     end
 
-    # "at" must be a number (epoch seconds) or absent; one that is not in the future means "now",
-    # as in Sidekiq.
-    def check_at(at)
-      return false if at.nil?
-      raise ArgumentError, "job \"at\" must be a Numeric epoch time, got #{at.inspect}" unless at.is_a?(Numeric)
-
-      true
+    # "at" as epoch seconds: given as a Numeric (epoch seconds) or a Time; nil when absent. One that
+    # is not in the future means "now", as in Sidekiq.
+    def epoch(at)
+      case at
+      when nil then nil
+      when Time then at.to_f
+      when Numeric then at
+      else raise ArgumentError, "job \"at\" must be a Time or Numeric epoch seconds, got #{at.inspect}"
+      end
     end
 
     # Middleware gets the worker class as the caller gave it (a Class from `perform_async`, or a

@@ -59,6 +59,17 @@ RSpec.describe "pushing jobs in bulk" do
       expect(queued_jobs("bulk").map { |j| j["args"] }).to eq([["b"]])
     end
 
+    it "takes \"at\" as a Time too, one or one per job, as push does" do
+      t = Time.now + 600
+      jids = JobQueue::Client.push_bulk("class" => ApiSpec::BulkWorker, "args" => [[1], [2]], "at" => [t, t + 60])
+      expect(sorted_set_jobs("schedule").map { |job, score| [job["jid"], score] })
+        .to match([[jids[0], be_within(0.001).of(t.to_f)], [jids[1], be_within(0.001).of(t.to_f + 60)]])
+      JobQueue::Client.push("class" => ApiSpec::BulkWorker, "args" => [3], "at" => t)
+      expect(redis.zcard("schedule")).to eq(3)
+      expect { JobQueue::Client.push_bulk("class" => ApiSpec::BulkWorker, "args" => [[1]], "at" => "soon") }
+        .to raise_error(ArgumentError, /"at" must be a Time or Numeric epoch seconds, got "soon"/)
+    end
+
     it "refuses an \"at\" list of the wrong length, and args that are not lists" do
       expect do
         JobQueue::Client.push_bulk("class" => ApiSpec::BulkWorker, "args" => [[1], [2]], "at" => [Time.now.to_f])
