@@ -1,0 +1,11 @@
+# frozen_string_literal: true
+
+ActiveRecord::Schema.define(version: 1) do
+  create_table :entries, force: true do |t|
+    t.string :kind, null: false
+    t.string :key, null: false
+    t.integer :value
+    t.timestamps
+  end
+  add_index :entries, [:kind, :key]
+end
