@@ -33,14 +33,14 @@ module RailsApp
     Server.new(pid, log)
   end
 
-  # The rows the app's jobs wrote: [[kind, key, value], ...] in insertion order.
+  # The rows the app's jobs wrote: [[kind, key, value, held_connection], ...] in insertion order.
   def entries
     require "sqlite3"
     return [] unless File.exist?(database)
 
     db = SQLite3::Database.new(database, readonly: true)
     db.busy_timeout = 5000
-    db.execute("SELECT kind, key, value FROM entries ORDER BY id")
+    db.execute("SELECT kind, key, value, held_connection FROM entries ORDER BY id")
   rescue SQLite3::SQLException # the table is not there yet
     []
   ensure

@@ -5,6 +5,7 @@ ActiveRecord::Schema.define(version: 1) do
     t.string :kind, null: false
     t.string :key, null: false
     t.integer :value
+    t.boolean :held_connection, null: false, default: false
     t.timestamps
   end
   add_index :entries, [:kind, :key]

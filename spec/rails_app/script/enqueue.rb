@@ -12,4 +12,4 @@ RecordJob.perform_later("a1", 3)
 RecordJob.set(wait: 1).perform_later("a2", 4)
 FlakyJob.perform_later("f1")
 DoomedJob.perform_later("d1")
-puts "enqueued"
+puts "enqueued; scheduled: #{JobQueue.stats["scheduled_size"]}"

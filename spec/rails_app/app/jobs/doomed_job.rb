@@ -7,7 +7,7 @@ class DoomedJob < ApplicationJob
   discard_on Gone
 
   def perform(key)
-    Entry.create!(kind: "doomed", key: key, value: executions)
+    Entry.write!("doomed", key, executions)
     raise Gone, "nothing to do"
   end
 end

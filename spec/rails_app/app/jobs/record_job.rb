@@ -4,6 +4,6 @@ class RecordJob < ApplicationJob
   queue_as :mailers
 
   def perform(key, value)
-    Entry.create!(kind: "active_job", key: key, value: value)
+    Entry.write!("active_job", key, value)
   end
 end

@@ -6,6 +6,6 @@ class IdempotentWorker
   idempotent!
 
   def perform(key, value)
-    Entry.find_or_initialize_by(kind: "idempotent", key: key).update!(value: value)
+    Entry.write!("idempotent", key, value, replace: true)
   end
 end

@@ -6,8 +6,9 @@ module OrderedWorker
   self.shards_count = 2
 
   def self.perform(payloads_by_id)
+    held = Entry.connection_held? # at the start of the batch, before its first write
     payloads_by_id.each do |id, payloads|
-      payloads.each { |payload| Entry.create!(kind: "ordered", key: id, value: payload["n"]) }
+      payloads.each { |payload| Entry.write!("ordered", id, payload["n"], held: held) }
     end
   end
 end

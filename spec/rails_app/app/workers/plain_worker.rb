@@ -4,6 +4,6 @@ class PlainWorker
   include JobQueue::Worker
 
   def perform(key, value)
-    Entry.create!(kind: "plain", key: key, value: value)
+    Entry.write!("plain", key, value)
   end
 end
