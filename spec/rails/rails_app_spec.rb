@@ -33,6 +33,8 @@ RSpec.describe "A Rails 6.1 app with queue" do
       expect(RailsApp.entries.map(&:last)).to all(eq(0)), "a job started holding a database connection: #{RailsApp.entries}"
       expect(JobQueue.stats).to include("processed" => 7, "failed" => 0, "retry_size" => 0, "dead_size" => 0, "scheduled_size" => 0)
       expect(server.output).to include("database pool (1) is smaller than concurrency (2)")
+      # Rails.logger (a file here) also reaches the server's log, in the job's context.
+      expect(server.output).to match(/class=DoomedJob jid=\h+ .*ERROR: Discarded DoomedJob due to a DoomedJob::Gone/)
       expect(server.stop.exitstatus).to eq(0)
     rescue RSpec::Expectations::ExpectationNotMetError
       warn("\n--- #{server.log}\n#{server.output}")

@@ -12,7 +12,8 @@ module RailsApp
   def env(extra = {})
     {
       # Redis only through config/queue.yml (QUEUE_REDIS_URL): REDIS_URL leads nowhere.
-      "QUEUE_REDIS_URL" => TestRedis.url, "REDIS_URL" => "redis://127.0.0.1:1/0", "DATABASE_PATH" => database, "RAILS_ENV" => "test",
+      "QUEUE_REDIS_URL" => TestRedis.url, "REDIS_URL" => "redis://127.0.0.1:1/0", "DATABASE_PATH" => database,
+      "RAILS_LOG_PATH" => File.join(TestRedis.dir, "rails_app.log"), "RAILS_ENV" => "test",
       "BUNDLE_GEMFILE" => File.join(DIR, "Gemfile"), "RUBYOPT" => nil, "RUBYLIB" => nil
     }.merge(extra)
   end

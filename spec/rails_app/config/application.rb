@@ -13,7 +13,7 @@ module QueueRailsApp
     config.cache_classes = true
     config.eager_load = true
     config.secret_key_base = "queue-rails-app-test-only"
-    config.logger = ActiveSupport::Logger.new($stdout)
+    config.logger = ActiveSupport::Logger.new(ENV["RAILS_LOG_PATH"] || $stdout)
     config.log_level = :warn
     config.active_job.queue_adapter = :queue
   end
