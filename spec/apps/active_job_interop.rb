@@ -27,9 +27,18 @@ class InteropJob < ActiveJob::Base
 
   def perform(*args)
     CompatRecord.redis.rpush("interop:ran", JSON.generate(
-      "runner" => ENV.fetch("ACTIVE_JOB_ADAPTER"), "job_id" => job_id, "provider_job_id" => provider_job_id,
+      "runner" => defined?(::JobQueue::Worker) ? "queue" : "sidekiq", "wrapper" => wrapper,
+      "job_id" => job_id, "provider_job_id" => provider_job_id,
       "args" => args, "executions" => executions
     ))
+  end
+
+  private
+
+  # Which JobWrapper ran the job: Rails' own (a Sidekiq::Worker) or our stand-in.
+  def wrapper
+    wrapper = ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper
+    defined?(::Sidekiq::Worker) && wrapper.include?(::Sidekiq::Worker) ? "rails" : "ours"
   end
 end
 

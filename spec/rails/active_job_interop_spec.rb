@@ -52,8 +52,9 @@ RSpec.describe "ActiveJob interop with Sidekiq 6.4.1" do
     expect_wire_form(queued_job)
     start(:queue, "queue")
     wait_until("4 runs") { runs.size >= 4 }
-    expect(runs.map { |r| [r["runner"], r["args"], r["executions"]] }).to contain_exactly(
-      ["queue", ["now", 1, {"k" => "v"}], 1], ["queue", ["later", 2], 1], ["queue", ["flaky"], 1], ["queue", ["flaky"], 2]
+    expect(runs.map { |r| [r["runner"], r["wrapper"], r["args"], r["executions"]] }).to contain_exactly(
+      ["queue", "ours", ["now", 1, {"k" => "v"}], 1], ["queue", "ours", ["later", 2], 1],
+      ["queue", "ours", ["flaky"], 1], ["queue", "ours", ["flaky"], 2]
     )
     expect(runs).to all(include("provider_job_id" => a_string_matching(/\A\h{24}\z/)))
     expect(JobQueue.stats).to include("failed" => 0, "retry_size" => 0)
@@ -68,9 +69,20 @@ RSpec.describe "ActiveJob interop with Sidekiq 6.4.1" do
     expect_wire_form(queued_job)
     start(:sidekiq, "sidekiq")
     wait_until("4 runs") { runs.size >= 4 }
-    expect(runs.map { |r| [r["runner"], r["args"], r["executions"]] }).to contain_exactly(
-      ["sidekiq", ["now", 1, {"k" => "v"}], 1], ["sidekiq", ["later", 2], 1], ["sidekiq", ["flaky"], 1], ["sidekiq", ["flaky"], 2]
+    expect(runs.map { |r| [r["runner"], r["wrapper"], r["args"], r["executions"]] }).to contain_exactly(
+      ["sidekiq", "rails", ["now", 1, {"k" => "v"}], 1], ["sidekiq", "rails", ["later", 2], 1],
+      ["sidekiq", "rails", ["flaky"], 1], ["sidekiq", "rails", ["flaky"], 2]
     )
     expect(runs).to all(include("provider_job_id" => a_string_matching(/\A\h{24}\z/)))
+  end
+
+  it "runs Rails' own JobWrapper on our server when the app has the sidekiq gem loaded" do
+    enqueue("queue", 'InteropJob.perform_later("now", 1, {"k" => "v"}); InteropFlakyJob.perform_later("flaky")')
+    start(:queue, "sidekiq") # the app loads sidekiq and keeps queue_adapter = :sidekiq
+    wait_until("3 runs") { runs.size >= 3 }
+    expect(runs.map { |r| [r["runner"], r["wrapper"], r["args"], r["executions"]] }).to contain_exactly(
+      ["queue", "rails", ["now", 1, {"k" => "v"}], 1], ["queue", "rails", ["flaky"], 1], ["queue", "rails", ["flaky"], 2]
+    )
+    expect(JobQueue.stats).to include("failed" => 0, "retry_size" => 0)
   end
 end
