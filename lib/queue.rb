@@ -101,3 +101,7 @@ module JobQueue
     end
   end
 end
+
+# Rails apps get the Railtie; any app with ActiveJob loaded gets the :queue adapter.
+require_relative "queue/railtie" if defined?(::Rails::Railtie)
+require_relative "active_job/queue_adapters/queue_adapter" if defined?(::ActiveJob) && !defined?(::Rails::Railtie)

@@ -218,6 +218,8 @@ module JobQueue
       if File.directory?(path)
         app = File.expand_path("config/application.rb", path)
         if File.exist?(app)
+          require app # Rails is loaded now; the Railtie must be before the app initializes
+          require_relative "railtie" if defined?(::Rails::Railtie)
           require File.expand_path("config/environment.rb", path)
           ::Rails.application.eager_load! if defined?(::Rails) && ::Rails.application.respond_to?(:eager_load!)
           JobQueue.config.tag = File.basename(File.expand_path(path)) if JobQueue.config.tag.to_s.empty?

@@ -1,0 +1,38 @@
+# frozen_string_literal: true
+
+require "yaml"
+require "erb"
+
+module JobQueue
+  module RailsIntegration
+    # config/queue.yml for clients and servers alike: its `redis:` settings (Configuration#redis=),
+    # top level or in the section of the running environment, ERB first, as the CLI reads the file.
+    # The server's own keys (concurrency, queues, timeout, ...) are the CLI's, where flags win.
+    module ConfigFile
+      module_function
+
+      def apply(path, environment, config = JobQueue.config)
+        return unless File.exist?(path)
+
+        redis = redis_settings(path, environment.to_s)
+        config.redis = redis if redis
+      end
+
+      def redis_settings(path, environment)
+        data = YAML.safe_load(ERB.new(File.read(path)).result, permitted_classes: [Symbol], aliases: true) || {}
+        raise ArgumentError, "#{path} must hold a mapping" unless data.is_a?(Hash)
+
+        data = plain_keys(data)
+        section = data[environment].is_a?(Hash) ? plain_keys(data[environment]) : {}
+        redis = section.fetch("redis", data["redis"]) or return nil
+        raise ArgumentError, "#{path}: redis: must be a mapping (url:, password:, ...), got #{redis.inspect}" unless redis.is_a?(Hash)
+
+        plain_keys(redis).transform_keys(&:to_sym)
+      end
+
+      def plain_keys(hash)
+        hash.transform_keys { |k| k.to_s.delete_prefix(":") }
+      end
+    end
+  end
+end

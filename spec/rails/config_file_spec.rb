@@ -1,0 +1,46 @@
+# frozen_string_literal: true
+
+require "tmpdir"
+require "queue/rails_integration/config_file"
+
+# config/queue.yml's `redis:` as the Railtie reads it (the rest of the file is the CLI's).
+RSpec.describe JobQueue::RailsIntegration::ConfigFile do
+  around do |example|
+    Dir.mktmpdir("queue-yml") do |dir|
+      @path = File.join(dir, "queue.yml")
+      example.run
+    end
+  end
+
+  def settings(yaml, environment)
+    File.write(@path, yaml)
+    described_class.redis_settings(@path, environment)
+  end
+
+  it "reads redis: at the top level, after ERB, overridden by the environment's section" do
+    yaml = <<~YAML
+      :concurrency: 5
+      redis:
+        url: <%= "redis://top:6379/" + "1" %>
+      production:
+        :redis:
+          url: redis://prod:6379/2
+          password: secret
+    YAML
+    expect(settings(yaml, "development")).to eq(url: "redis://top:6379/1")
+    expect(settings(yaml, "production")).to eq(url: "redis://prod:6379/2", password: "secret")
+  end
+
+  it "gives nothing without redis: and says where a redis: that is not a mapping is" do
+    expect(settings(":concurrency: 5\n", "test")).to be_nil
+    expect { settings("redis: redis://x\n", "test") }.to raise_error(ArgumentError, /queue.yml: redis: must be a mapping/)
+  end
+
+  it "applies to the configuration, and leaves it alone without a file" do
+    config = JobQueue::Configuration.new
+    File.write(@path, "redis:\n  url: redis://127.0.0.1:6390/3\n")
+    described_class.apply(@path, "test", config)
+    expect(config.redis_url).to start_with("redis://127.0.0.1:6390/3")
+    expect { described_class.apply(File.join(File.dirname(@path), "missing.yml"), "test", config) }.not_to(change { config.redis_url })
+  end
+end
