@@ -12,6 +12,14 @@ module Ports
     server&.close
   end
 
+  # `count` distinct free ports (each held until all are chosen, so none is handed out twice).
+  def free_ports(count)
+    servers = Array.new(count) { TCPServer.new("127.0.0.1", 0) }
+    servers.map { |server| server.addr[1] }
+  ensure
+    servers&.each(&:close)
+  end
+
   def listening?(port)
     TCPSocket.new("127.0.0.1", port).close
     true
