@@ -1,14 +1,8 @@
 # frozen_string_literal: true
 
 # The app bench/dedup.rb runs under our server: the same blank job with and without deduplication.
-require "logger"
-require "queue"
+require_relative "queue_config"
 require_relative "blank_counter"
-
-JobQueue.configure do |c|
-  c.redis = {url: ENV.fetch("REDIS_URL")}
-  c.logger.level = Logger::WARN
-end
 
 class QueuePlainJob
   include JobQueue::Worker

@@ -3,14 +3,8 @@
 # The app the latency benchmark runs under our server:
 #   ruby exe/queue -c 5 -q critical -q default -r bench/apps/latency_queue_app.rb   (REDIS_URL set)
 # Logging at WARN, as for Sidekiq.
-require "logger"
-require "queue"
+require_relative "queue_config"
 require_relative "latency_jobs"
-
-JobQueue.configure do |c|
-  c.redis = {url: ENV.fetch("REDIS_URL")}
-  c.logger.level = Logger::WARN
-end
 
 class LatencyFillerJob
   include JobQueue::Worker

@@ -3,14 +3,8 @@
 # The app the ordered benchmark runs under our server:
 #   ruby exe/queue -c 5 -r bench/apps/ordered_app.rb   (REDIS_URL, BENCH_N, BENCH_DONE, BENCH_BATCH set)
 # One blank ordered worker, 5 shards, batch size BENCH_BATCH; logging at WARN.
-require "logger"
-require "queue"
+require_relative "queue_config"
 require_relative "blank_counter"
-
-JobQueue.configure do |c|
-  c.redis = {url: ENV.fetch("REDIS_URL")}
-  c.logger.level = Logger::WARN
-end
 
 module OrderedBlankJob
   extend JobQueue::OrderedWorker

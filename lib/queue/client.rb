@@ -46,7 +46,7 @@ module JobQueue
     def push_args(worker_class, args)
       template = direct_push? && worker_class.push_template
       if template
-        flag = template.deduplicated ? feature_flag(worker_class.get_sidekiq_options["queue"].to_s) : nil
+        flag = template.deduplicated ? feature_flag(template.queue) : nil
         pushed = @config.engine.push_new(template.native, args, flag)
         return pushed || nil unless pushed.nil?
       end

@@ -11,7 +11,7 @@ module JobQueue
     # Keys the engine writes itself; options carrying one of them keep the general path.
     OWN_KEYS = %w[class args jid created_at enqueued_at at].freeze
 
-    Template = Struct.new(:native, :deduplicated)
+    Template = Struct.new(:native, :queue, :deduplicated)
 
     module_function
 
@@ -28,7 +28,7 @@ module JobQueue
 
       dedup = worker_class.respond_to?(:deduplication_push_options) ? worker_class.deduplication_push_options : nil
       prefix = JSON.generate(options.merge("queue" => queue, "class" => name)).chomp("}")
-      Template.new(Native::PushTemplate.new(queue, prefix, dedup), !dedup.nil?)
+      Template.new(Native::PushTemplate.new(queue, prefix, dedup), queue, !dedup.nil?)
     rescue JSON::GeneratorError, EncodingError
       nil
     end

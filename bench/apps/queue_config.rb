@@ -1,0 +1,11 @@
+# frozen_string_literal: true
+
+# What every app a benchmark runs under our server shares: Redis from REDIS_URL, and logging at WARN
+# as for Sidekiq (BENCH_LOG_LEVEL=info turns the per-job lines on).
+require "logger"
+require "queue"
+
+JobQueue.configure do |c|
+  c.redis = {url: ENV.fetch("REDIS_URL")}
+  c.logger.level = ENV.fetch("BENCH_LOG_LEVEL", "warn")
+end
