@@ -1,0 +1,37 @@
+# frozen_string_literal: true
+
+module Sidekiq
+  # Sidekiq::Client on JobQueue::Client: `push`, `push_bulk` (class and instance), `enqueue`,
+  # `enqueue_to`, `enqueue_in`, `enqueue_to_in`. Sharding (`Client.new(pool)`, `Client.via`) raises.
+  class Client < JobQueue::Client
+    SHARDING = "queue has one Redis per app (`config.redis`); there is no per-client pool"
+
+    def initialize(redis_pool = nil)
+      raise ArgumentError, "Sidekiq::Client.new(redis_pool) is not supported: #{SHARDING}" unless redis_pool.nil?
+
+      super()
+    end
+
+    class << self
+      def enqueue(klass, *args)
+        klass.client_push("class" => klass, "args" => args)
+      end
+
+      def enqueue_to(queue, klass, *args)
+        klass.client_push("queue" => queue.to_s, "class" => klass, "args" => args)
+      end
+
+      def enqueue_in(interval, klass, *args)
+        klass.perform_in(interval, *args)
+      end
+
+      def enqueue_to_in(queue, interval, klass, *args)
+        klass.set(queue: queue.to_s).perform_in(interval, *args)
+      end
+
+      def via(_pool)
+        raise NotImplementedError, "Sidekiq::Client.via is not supported: #{SHARDING}"
+      end
+    end
+  end
+end
