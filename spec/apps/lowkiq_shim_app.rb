@@ -2,7 +2,7 @@
 
 # A Lowkiq app, as written for Lowkiq, that dropped the lowkiq gem: the only new line is the shim's
 # require. Run by our server (`queue -r` this file) and used by a plain `ruby` client process
-# (spec/compat_shims/lowkiq_shim_spec.rb).
+# (spec/compat/lowkiq_shim_spec.rb).
 require "queue/compat/lowkiq"
 require "lowkiq"
 require "redis"

@@ -2,7 +2,7 @@
 
 # A Sidekiq 6.4 app, as written for Sidekiq, that dropped the sidekiq gem: the only new line is the
 # shim's require. Run by our server (`queue -r` this file) and used by a plain `ruby` client process
-# (spec/compat_shims/sidekiq_shim_spec.rb). Records go to Redis through the redis gem.
+# (spec/compat/sidekiq_shim_spec.rb). Records go to Redis through the redis gem.
 require "queue/compat/sidekiq"
 require "sidekiq"
 require "redis"
@@ -18,7 +18,7 @@ module ShimRecord
 end
 
 class StampClientMiddleware
-  def call(worker_class, job, queue, _redis_pool)
+  def call(_worker_class, job, queue, _redis_pool)
     job["stamped_by"] = "client middleware in #{queue}"
     yield
   end
