@@ -2,9 +2,12 @@
 
 require "json"
 require "queue"
+require_relative "testing/modes"
+require_relative "testing/ordered"
 
 module JobQueue
-  # RSpec support for GitLab-style idempotent workers: `require "queue/rspec"` in a spec helper, then
+  # RSpec support: shared examples for GitLab-style idempotent workers ("an idempotent worker") and
+  # ordered workers ("an ordered worker", below). `require "queue/rspec"` in a spec helper, then
   #
   #   RSpec.describe AuthorizedProjectsWorker do
   #     let(:job_args) { [user.id] }          # optional; none by default
@@ -39,6 +42,21 @@ module JobQueue
         respond_to?(:job_args) ? job_args : []
       end
     end
+
+    # Helper of "an ordered worker": `perform_ordered(jobs = ordered_jobs, worker: described_class)`
+    # runs jobs (as `perform_async` takes them) the way a server would: validated and serialized,
+    # merged by id, each id's payloads oldest first, `batch_size` ids per `perform`, inside the
+    # ordered server middlewares. Nothing goes to Redis, whatever the test mode.
+    module OrderedWorkerHelper
+      def perform_ordered(jobs = ordered_worker_jobs, worker: described_class)
+        JobQueue::Testing::Ordered.run(worker, JobQueue::Ordered::Client.rows(worker, jobs))
+      end
+
+      # `ordered_jobs` when the example group defines it, else one job with an empty payload.
+      def ordered_worker_jobs
+        respond_to?(:ordered_jobs) ? ordered_jobs : [{id: "1"}]
+      end
+    end
   end
 end
 
@@ -58,5 +76,41 @@ end
 
   it "performs multiple times sequentially without raising an exception" do
     expect { subject }.not_to raise_error
+  end
+end
+
+# For ordered workers (JobQueue::OrderedWorker):
+#
+#   RSpec.describe OrderSyncWorker do
+#     let(:ordered_jobs) { [{id: order.id, payload: {"state" => "paid"}}] }   # optional
+#
+#     it_behaves_like "an ordered worker" do
+#       it "syncs the order" do
+#         perform_ordered                  # or `subject`
+#         expect(order.reload).to be_synced
+#       end
+#     end
+#   end
+::RSpec.shared_examples "an ordered worker" do
+  include JobQueue::RSpec::OrderedWorkerHelper
+
+  subject { perform_ordered }
+
+  it "is an ordered worker with its own perform(payloads_by_id)" do
+    expect(described_class.singleton_class.include?(JobQueue::OrderedWorker)).to be(true),
+      "#{described_class} does not `extend JobQueue::OrderedWorker`"
+    expect(described_class.method(:perform).owner).not_to eq(JobQueue::OrderedWorker),
+      "#{described_class} does not define self.perform(payloads_by_id)"
+  end
+
+  it "performs its jobs, merged by id as a server hands them over, without raising" do
+    expect { subject }.not_to raise_error
+  end
+
+  # Jobs run at least once, and a failure retries every id of its batch (payloads pushed meanwhile
+  # merged in): running the same payloads again must be safe.
+  it "performs the same jobs again without raising (a failed batch is retried whole)" do
+    subject
+    expect { perform_ordered }.not_to raise_error
   end
 end

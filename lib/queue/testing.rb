@@ -11,11 +11,13 @@
 #
 # Client middleware runs in every mode; fake and inline replace only the write to Redis
 # (JobQueue::Client#raw_push). Jobs run by inline mode, `drain` and `perform_one` go through the
-# configured server middleware, and exceptions reach the caller.
+# configured server middleware, and exceptions reach the caller. Ordered workers have the fake and
+# inline modes too (testing/ordered.rb).
 require_relative "../queue"
 require_relative "testing/modes"
 require_relative "testing/fake_queues"
 require_relative "testing/client"
 require_relative "testing/worker"
+require_relative "testing/ordered"
 
 JobQueue::Testing.fake!

@@ -1,20 +1,22 @@
 # frozen_string_literal: true
 
+require "fileutils"
 require "open3"
 
 # The Rails 6.1 app in spec/rails_app, run as its own processes (its own bundle, Debian's gems)
-# against the suite's redis-server, with its SQLite database in the suite's temp dir.
+# against the suite's redis-server, with its SQLite database in the suite's temp dir. `dir:` runs a
+# copy of it instead (spec/rails/generators_spec.rb).
 module RailsApp
   DIR = File.expand_path("../rails_app", __dir__)
 
   module_function
 
-  def env(extra = {})
+  def env(extra = {}, dir: DIR)
     {
       # Redis only through config/queue.yml (QUEUE_REDIS_URL): REDIS_URL leads nowhere.
       "QUEUE_REDIS_URL" => TestRedis.url, "REDIS_URL" => "redis://127.0.0.1:1/0", "DATABASE_PATH" => database,
       "RAILS_LOG_PATH" => File.join(TestRedis.dir, "rails_app.log"), "RAILS_ENV" => "test",
-      "BUNDLE_GEMFILE" => File.join(DIR, "Gemfile"), "RUBYOPT" => nil, "RUBYLIB" => nil
+      "BUNDLE_GEMFILE" => File.join(dir, "Gemfile"), "RUBYOPT" => nil, "RUBYLIB" => nil
     }.merge(extra)
   end
 
@@ -23,15 +25,28 @@ module RailsApp
   end
 
   # Runs a command in the app to completion; returns [output, status].
-  def run(*command, env: {})
-    Open3.capture2e(self.env(env), *command, chdir: DIR)
+  def run(*command, env: {}, dir: DIR)
+    Open3.capture2e(self.env(env, dir: dir), *command, chdir: dir)
+  end
+
+  # A copy of the app in `dir` (its Gemfile pointing at this checkout), without its Gemfile.lock, logs
+  # and databases; returns dir.
+  def copy(dir)
+    FileUtils.cp_r(Dir.glob(File.join(DIR, "*"), File::FNM_DOTMATCH).reject { |f| %w[. ..].include?(File.basename(f)) }, dir)
+    FileUtils.rm_rf(%w[Gemfile.lock log tmp].map { |f| File.join(dir, f) } + Dir.glob(File.join(dir, "db", "*.sqlite3")))
+    gemfile = File.join(dir, "Gemfile")
+    text = File.read(gemfile)
+    raise "#{gemfile}: no `path: \"../..\"` to point at #{ServerProcess::ROOT}" unless text.include?('path: "../.."')
+
+    File.write(gemfile, text.sub('path: "../.."', "path: #{ServerProcess::ROOT.inspect}"))
+    dir
   end
 
   # `bundle exec queue` in the app, as a ServerProcess-like handle (exe/queue of this checkout).
-  def server(*args, env: {})
+  def server(*args, env: {}, dir: DIR)
     log = File.join(TestRedis.dir, "rails-queue-#{Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)}.log")
-    pid = Process.spawn(self.env(env), "bundle", "exec", RbConfig.ruby, File.join(ServerProcess::ROOT, "exe", "queue"), *args,
-      chdir: DIR, out: log, err: [:child, :out], pgroup: true)
+    pid = Process.spawn(self.env(env, dir: dir), "bundle", "exec", RbConfig.ruby, File.join(ServerProcess::ROOT, "exe", "queue"), *args,
+      chdir: dir, out: log, err: [:child, :out], pgroup: true)
     Server.new(pid, log)
   end
 

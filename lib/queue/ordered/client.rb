@@ -10,11 +10,15 @@ module JobQueue
       module_function
 
       def push(worker, jobs, engine: JobQueue.engine)
+        engine.ordered_push(worker.queue_name, worker.shards_count, rows(worker, jobs))
+      end
+
+      # The jobs as [id, payload bytes, score, perform_in] rows (also the test modes' input).
+      def rows(worker, jobs)
         raise ArgumentError, "#{worker}.perform_async takes an Array of job Hashes, got #{jobs.class}" unless jobs.is_a?(Array)
 
         now = Time.now.to_f
-        rows = jobs.each_with_index.map { |job, i| row(worker, job, i, now) }
-        engine.ordered_push(worker.queue_name, worker.shards_count, rows)
+        jobs.each_with_index.map { |job, i| row(worker, job, i, now) }
       end
 
       # [id, payload bytes, score, perform_in].

@@ -43,8 +43,10 @@ module JobQueue
         Testing::FakeQueues.all
       end
 
+      # Removes every fake job, ordered workers' too.
       def clear_all
         Testing::FakeQueues.clear_all
+        Testing::Ordered.clear_all
       end
 
       # Runs every worker's jobs (and the jobs they push) until no fake job is left.
