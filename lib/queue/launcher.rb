@@ -50,8 +50,10 @@ module JobQueue
       @config.fire_event(:quiet, reverse: true)
     end
 
-    # Graceful stop. Returns the number of jobs put back on their queues.
+    # Graceful stop. Returns the number of jobs put back on their queues. The engine tells systemd
+    # (STOPPING=1) first, when run under it with Type=notify.
     def stop
+      @server&.stopping
       quiet
       @config.fire_event(:shutdown, reverse: true)
       deadline = monotonic + @config.timeout

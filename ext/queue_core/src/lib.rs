@@ -9,7 +9,8 @@
 //! Map: [`keys`] names every key; [`client`] pushes; [`dedup`] deduplicates pushes (GitLab's idempotent jobs); [`fetch`] takes and acknowledges work;
 //! [`retry`] decides what a failure becomes and [`settle`] files it; [`liveness`] finds dead processes
 //! and puts their work back; [`scheduler`] moves due jobs; [`heartbeat`] publishes the process;
-//! [`server`] runs all of it for one process; [`api`] reads; [`migrate`] renames a queue.
+//! [`server`] runs all of it for one process, and [`supervisor`] reports it to systemd over [`notify`];
+//! [`api`] reads; [`migrate`] renames a queue.
 
 pub mod api;
 pub mod blocking;
@@ -26,12 +27,14 @@ pub mod job_lines;
 pub mod keys;
 pub mod liveness;
 pub mod migrate;
+pub mod notify;
 pub mod ordered;
 pub mod retry;
 pub mod scheduler;
 pub mod scripts;
 pub mod server;
 pub mod settle;
+pub mod supervisor;
 
 pub use connect_error::{ConnectError, ConnectErrorKind};
 pub use connection::{Redis, RedisConfig};

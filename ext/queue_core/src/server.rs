@@ -10,6 +10,9 @@
 //! and close their fetchers (writing acks, requeueing prefetched jobs); [`Server::stop`] then ends the
 //! background tasks and puts back whatever is still held — jobs of threads that outlived the timeout
 //! included — so each job either finished or is back at the head of its queue.
+//!
+//! Under a service manager (`NOTIFY_SOCKET`), [`crate::supervisor`] reports readiness, status, the stop
+//! and watchdog pings; [`Server::stopping`] marks where a stop begins.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -21,6 +24,7 @@ use tokio::task::JoinHandle;
 use crate::connection::{Conn, Redis};
 use crate::error::{Error, Result};
 use crate::fetch::{calls, idle, FetchShared, Fetcher, QueueOrder};
+use crate::supervisor::Supervisor;
 use crate::{heartbeat, liveness, scheduler};
 
 /// What a server process is.
@@ -48,11 +52,25 @@ pub struct Server {
     stop_tx: watch::Sender<bool>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     signals: Arc<Mutex<VecDeque<String>>>,
+    supervisor: Arc<Supervisor>,
     pid: u32,
 }
 
 impl Server {
+    /// Starts the server, reporting to the service manager named by `NOTIFY_SOCKET` if there is one
+    /// (a `NOTIFY_SOCKET` or `WATCHDOG_USEC` that cannot be used is an error here).
     pub fn start(redis: Redis, config: ServerConfig) -> Result<Server> {
+        let supervisor = Supervisor::from_env()
+            .map_err(|e| Error::InvalidArgument(format!("systemd notification: {e}")))?;
+        Server::start_supervised(redis, config, supervisor)
+    }
+
+    /// Starts the server reporting to `supervisor`.
+    pub fn start_supervised(
+        redis: Redis,
+        config: ServerConfig,
+        supervisor: Supervisor,
+    ) -> Result<Server> {
         if config.concurrency == 0 {
             return Err(Error::InvalidArgument(
                 "concurrency must be at least 1".to_owned(),
@@ -85,14 +103,17 @@ impl Server {
 
         let (stop_tx, stop_rx) = watch::channel(false);
         let signals = Arc::new(Mutex::new(VecDeque::new()));
+        let supervisor = Arc::new(supervisor);
         let mut tasks = Vec::new();
         tasks.push(rt.spawn(beat_loop(
             redis.conn(),
             shared.clone(),
             config.info_json.clone(),
             signals.clone(),
+            supervisor.clone(),
             stop_rx.clone(),
         )));
+        tasks.extend(supervisor.spawn(&rt, shared.clone(), stop_rx.clone()));
         if config.scheduler {
             tasks.push(rt.spawn(scheduler_loop(
                 redis.conn(),
@@ -109,6 +130,7 @@ impl Server {
             stop_tx,
             tasks: Mutex::new(tasks),
             signals,
+            supervisor,
             pid: std::process::id(),
         })
     }
@@ -126,15 +148,26 @@ impl Server {
         Ok(())
     }
 
-    /// A fetcher for one processor thread.
+    /// A fetcher for one processor thread. The `concurrency`-th makes the process ready for a
+    /// service manager.
     pub fn fetcher(&self, tid: &str) -> Result<Fetcher> {
         self.check_pid()?;
-        Fetcher::new(self.shared.clone(), tid)
+        let fetcher = Fetcher::new(self.shared.clone(), tid)?;
+        self.supervisor.fetcher_started(&self.shared);
+        Ok(fetcher)
     }
 
     /// Stop handing out work (TSTP). Running jobs go on.
     pub fn quiet(&self) {
         self.shared.quiet();
+        self.supervisor.quiet(&self.shared);
+    }
+
+    /// A stop begins (TERM/INT): quiet, and tell a service manager (`STOPPING=1`) before the
+    /// processors are given the shutdown timeout. [`Server::stop`] ends it.
+    pub fn stopping(&self) {
+        self.shared.quiet();
+        self.supervisor.stopping(&self.shared);
     }
 
     /// How many processor threads are running a job now (for the process title).
@@ -216,6 +249,7 @@ async fn beat_loop(
     shared: Arc<FetchShared>,
     info_json: String,
     signals: Arc<Mutex<VecDeque<String>>>,
+    supervisor: Arc<Supervisor>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut live = tokio::time::interval(liveness::BEAT_INTERVAL);
@@ -230,11 +264,15 @@ async fn beat_loop(
                     tracing::warn!(error = %e, "liveness beat failed");
                 }
             }
-            _ = sidekiq.tick() => match heartbeat::beat(&mut conn, &shared, &info_json).await {
-                Ok(Some(signal)) => fetch_lock(&signals).push_back(signal),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
-            },
+            _ = sidekiq.tick() => {
+                let beat = heartbeat::beat(&mut conn, &shared, &info_json).await;
+                supervisor.beat_result(&beat);
+                match beat {
+                    Ok(Some(signal)) => fetch_lock(&signals).push_back(signal),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
+                }
+            }
         }
     }
 }

@@ -32,6 +32,11 @@ impl Server {
         self.inner.quiet();
     }
 
+    /// A stop begins: quiet, and `STOPPING=1` to a service manager (systemd) if one listens.
+    fn stopping(&self) {
+        self.inner.stopping();
+    }
+
     /// End background work and put every job still held back on its queue. Returns how many.
     fn stop(&self) -> Result<usize, Error> {
         let inner = &self.inner;
@@ -55,6 +60,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("identity", magnus::method!(Server::identity, 0))?;
     class.define_method("fetcher", magnus::method!(Server::fetcher, 1))?;
     class.define_method("quiet", magnus::method!(Server::quiet, 0))?;
+    class.define_method("stopping", magnus::method!(Server::stopping, 0))?;
     class.define_method("stop", magnus::method!(Server::stop, 0))?;
     class.define_method("take_signals", magnus::method!(Server::take_signals, 0))?;
     class.define_method("busy_count", magnus::method!(Server::busy_count, 0))?;
