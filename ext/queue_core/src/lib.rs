@@ -10,7 +10,7 @@
 //! [`retry`] decides what a failure becomes and [`settle`] files it; [`liveness`] finds dead processes
 //! and puts their work back; [`scheduler`] moves due jobs; [`heartbeat`] publishes the process;
 //! [`server`] runs all of it for one process, and [`supervisor`] reports it to systemd over [`notify`];
-//! [`api`] reads; [`migrate`] renames a queue.
+//! [`api`] reads and administers (the inspection API); [`migrate`] renames a queue.
 
 pub mod api;
 pub mod blocking;
