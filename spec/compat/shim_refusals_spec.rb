@@ -45,11 +45,29 @@ RSpec.describe "queue/compat shims: refusals and the real gems", :shim do
     expect(results[5]).to match(["ArgumentError", /settings Hash/])
     expect(results[6]).to match(["ArgumentError", /Sidekiq::Client.new\(redis_pool\) is not supported/])
     expect(results[7]).to match(["NotImplementedError", /Sidekiq::Web .*mount the real Sidekiq::Web/])
-    expect(results[8]).to match(["NotImplementedError", /Sidekiq::RetrySet .*real sidekiq\/api/])
-    expect(results[9]).to match(["NotImplementedError", /require "sidekiq\/api".*JobQueue.stats/])
+    expect(results[8]).to match(["NotImplementedError", /Sidekiq::RetrySet .*require "sidekiq\/api" first/])
+    expect(results[9]).to eq("ok") # sidekiq/api maps onto JobQueue's API (the next example)
     expect(results[10]).to match(["NotImplementedError", /require "sidekiq\/web"/])
     expect(results[11]).to match(["NoMethodError", /require "sidekiq\/testing"/])
     expect(results[12]).to eq("ok")
+  end
+
+  it "maps sidekiq/api onto JobQueue's inspection API" do
+    code = <<~RUBY
+      require "sidekiq/api"
+      class ApiShimWorker; include Sidekiq::Worker; end
+      jid = ApiShimWorker.perform_async(1)
+      queue = Sidekiq::Queue.new("default")
+      raise "not JobQueue's" unless queue.instance_of?(JobQueue::Queue) && Sidekiq::RetrySet.equal?(JobQueue::RetrySet)
+      found = queue.find_job(jid)
+      puts JSON.generate([queue.size, found.klass, found.args, Sidekiq::Stats.new.enqueued, Sidekiq::RetrySet.new.size])
+      found.delete
+      puts Sidekiq::Queue.new("default").size
+    RUBY
+    sizes, after = run_ruby(code, requires: ["queue/compat/sidekiq"]).lines
+    expect(JSON.parse(sizes)).to eq([1, "ApiShimWorker", [1], 1, 0])
+    expect(after.to_i).to eq(0)
+    expect(TestRedis.client.llen("queue:default")).to eq(0)
   end
 
   it "refuses Lowkiq settings and classes it does not support, naming the replacement" do

@@ -22,13 +22,9 @@ module Sidekiq
   # What the sidekiq gem has and this shim does not, with what to use instead.
   MISSING = {
     Web: "mount the real Sidekiq::Web from an app that has the sidekiq gem, on the same Redis: it reads queue's data (README, \"Moving from Sidekiq\")",
-    Stats: "use JobQueue.stats (processed, failed, enqueued, set sizes); Sidekiq's API classes are not available without the sidekiq gem",
-    Queue: "queue's admin API for queues is not available yet; JobQueue.stats for sizes, `bundle exec queue migrate` to rename",
-    ScheduledSet: "an admin API for the scheduled set is not available yet (use the real sidekiq/api on the same Redis)",
-    RetrySet: "an admin API for the retry set is not available yet (use the real sidekiq/api on the same Redis)",
-    DeadSet: "an admin API for the dead set is not available yet (use the real sidekiq/api on the same Redis)",
-    ProcessSet: "an admin API for processes is not available yet (use the real sidekiq/api on the same Redis)",
-    Workers: "an admin API for busy jobs is not available yet (use the real sidekiq/api on the same Redis)",
+    **%i[Stats Queue ScheduledSet RetrySet DeadSet ProcessSet Workers].to_h { |name|
+      [name, "require \"sidekiq/api\" first (it loads JobQueue's inspection API under Sidekiq's names)"]
+    },
     Extensions: "the delay extensions (`.delay`) are not available: call a worker's perform_async",
     Batch: "Sidekiq Pro batches are not available",
     Limiter: "Sidekiq Enterprise rate limiters are not available",
