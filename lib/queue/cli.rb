@@ -7,6 +7,7 @@ require_relative "launcher"
 require_relative "migrate_command"
 require_relative "declared_queues"
 require_relative "ordered/command"
+require_relative "web/command"
 
 module JobQueue
   # `bundle exec queue`: parses Sidekiq's flags (and its YAML config file), boots the app, runs a
@@ -45,6 +46,8 @@ module JobQueue
       return feature(argv.drop(1)) if argv.first == "feature"
       # `queue ordered ACTION`: stats and morgue of ordered workers (lib/queue/ordered/command.rb).
       return Ordered::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) } if argv.first == "ordered"
+      # `queue web --port 7433`: the dashboard on its own server (lib/queue/web/command.rb).
+      return Web::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) if options[:require] } if argv.first == "web"
 
       # Lines reach a file or pipe as they happen (as in Sidekiq's CLI), not when the buffer fills.
       $stdout.sync = true
@@ -108,7 +111,7 @@ module JobQueue
 
     def option_parser(opts)
       OptionParser.new do |o|
-        o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)"
+        o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)\n       queue web [--port 7433]           (the dashboard; queue web -h)"
         o.on("-c", "--concurrency INT", Integer, "processor threads (default 10)") { |v| opts[:concurrency] = v }
         o.on("-q", "--queue QUEUE[,WEIGHT]",
           "queue to process, repeatable (default \"default\").",

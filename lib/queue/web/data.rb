@@ -37,14 +37,14 @@ module JobQueue
         {name: q.name, size: q.size, latency: q.latency, paused: q.paused?}
       end
 
-      # A page of a queue's jobs, the next to run first.
+      # A page of a queue's jobs (JobRecords), the newest first.
       def queue_page(name, offset, count)
-        JobQueue::Queue.new(name).page(offset, count)
+        JobQueue::Queue.new(name).page(offset, count).entries
       end
 
-      # Deletes the job whose JSON is `value` (as the page showed it).
+      # Deletes the job whose JSON is `value` (as the page showed it). Whether it was there.
       def delete_queued(name, value)
-        JobQueue::Queue.new(name).delete_job(value)
+        JobQueue::JobRecord.new(value, name).delete
       end
 
       def clear_queue(name) = JobQueue::Queue.new(name).clear
@@ -63,6 +63,8 @@ module JobQueue
         JobQueue::Workers.new.map { |identity, thread, work| [identity, thread, work] }
       end
 
+      def work_size = JobQueue::Workers.new.size
+
       def signal(identity, kind)
         process = JobQueue::ProcessSet.new.find { |p| p.identity == identity } or return false
         kind == :quiet ? process.quiet! : process.stop!
@@ -77,16 +79,20 @@ module JobQueue
 
       def set_size(kind) = set(kind).size
 
-      # A page of a set, the soonest (scheduled, retries) or the latest (dead) first; with a filter,
-      # the entries whose class or jid contains it.
+      # A JobQueue::Page of a set, latest first; with a filter, the entries whose JSON contains it (a
+      # class or a jid), searched a bounded window at a time from `offset` (the page's `next_offset`
+      # continues the search).
       def set_page(kind, offset, count, filter = "")
         set(kind).page(offset, count, filter: filter.empty? ? nil : filter)
       end
 
+      # The name of an entry in URLs and forms: "SCORE-JID".
+      def key(entry) = "#{entry.score}-#{entry.jid}"
+
       # The entry named "SCORE-JID", or nil.
       def set_entry(kind, key)
         score, jid = key.to_s.split("-", 2)
-        return nil unless jid && score.match?(/\A\d+(\.\d+)?\z/)
+        return nil unless jid && score.match?(/\A\d+(\.\d+)?(e[+-]?\d+)?\z/)
 
         set(kind).fetch(score.to_f, jid).first
       end
@@ -104,22 +110,23 @@ module JobQueue
         end
       end
 
+      # Applies an action to the whole set; returns how many jobs it reached.
       def set_all(kind, action)
         s = set(kind)
-        size = s.size
         case action
         when "retry" then s.retry_all
-        when "delete" then s.clear
         when "kill" then s.kill_all
+        when "delete" then s.size.tap { s.clear }
         end
-        size
       end
 
       def ordered_stats = JobQueue::Ordered.stats
 
-      # [{"key" =>, "ttl" =>}, …]
+      # [{"key" =>, "jid" =>, "ttl" =>}, …], or nil while the inspection API has no call for them.
       def dedup_keys(offset, count)
-        JobQueue::Deduplication.held(offset, count)
+        return nil unless JobQueue.respond_to?(:deduplication_keys)
+
+        JobQueue.deduplication_keys(offset, count)
       end
     end
   end

@@ -44,7 +44,7 @@ module JobQueue
 
           method = :"__view_#{name.to_s.tr("/", "_")}"
           # Compiled in Page's scope, so templates name Page's constants (Helpers, Pages) directly.
-          class_eval("def #{method}(locals = {})\n#{Template.load(path).src}\nend", path, -1)
+          class_eval("def #{method}(locals = {})\n#{Template.load(path).src.dup.force_encoding(Encoding::UTF_8)}\nend", path, -1)
           method
         end
       end
@@ -117,7 +117,7 @@ module JobQueue
 
       def stylesheet
         [200, {"content-type" => "text/css; charset=utf-8", "cache-control" => "public, max-age=3600"},
-          [File.read(File.join(ROOT, "assets", "style.css"))]]
+          [File.read(File.join(ROOT, "assets", "style.css"), encoding: Encoding::UTF_8)]]
       end
     end
   end

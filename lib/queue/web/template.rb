@@ -16,7 +16,7 @@ module JobQueue
     # The buffer a template writes to: literal template text as it is, values escaped unless safe.
     class Buffer
       def initialize
-        @out = +""
+        @out = String.new(encoding: Encoding::UTF_8)
       end
 
       def <<(text)
@@ -25,8 +25,15 @@ module JobQueue
       end
 
       def emit(value)
-        @out << (value.is_a?(SafeString) ? value : CGI.escapeHTML(value.to_s))
+        @out << (value.is_a?(SafeString) ? value : CGI.escapeHTML(Buffer.utf8(value.to_s)))
         self
+      end
+
+      # Job data arrives as bytes; shown as UTF-8, invalid bytes replaced.
+      def self.utf8(text)
+        return text if text.encoding == Encoding::UTF_8 && text.valid_encoding?
+
+        text.dup.force_encoding(Encoding::UTF_8).scrub
       end
 
       def to_s = SafeString.new(@out)
@@ -35,7 +42,7 @@ module JobQueue
     # ERB whose `<%= %>` escapes by default; `<%= raw(x) %>` (or a SafeString) writes HTML.
     class Template < ERB
       def self.load(path)
-        new(File.read(path), trim_mode: "-").tap { |t| t.filename = path }
+        new(File.read(path, encoding: Encoding::UTF_8), trim_mode: "-").tap { |t| t.filename = path }
       end
 
       def set_eoutvar(compiler, eoutvar = "_erbout")

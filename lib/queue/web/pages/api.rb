@@ -36,16 +36,18 @@ module JobQueue
         end
 
         def api_busy
-          json("processes" => Data.processes,
+          json("processes" => Data.processes, "busy" => Data.work_size,
             "work" => Data.work.map { |identity, thread, work| {"identity" => identity, "thread" => thread, "work" => work} })
         end
 
         def api_set
           kind = params["kind"]
           filter = params["q"].to_s.strip
-          paging = Paging.new(params, total: filter.empty? ? Data.set_size(kind) : nil)
-          entries = Data.set_page(kind, paging.offset, paging.per, filter)
-          json(page_json(paging).merge("entries" => entries.map { |e| entry_json(e) }))
+          paging = Paging.new(params)
+          offset = filter.empty? ? paging.offset : [params["from"].to_i, 0].max
+          result = Data.set_page(kind, offset, paging.per, filter)
+          json("page" => filter.empty? ? paging.page : nil, "per" => paging.per, "total" => result.total,
+            "next_offset" => result.next_offset, "entries" => result.entries.map { |e| entry_json(e) })
         end
 
         def api_set_entry
@@ -63,7 +65,10 @@ module JobQueue
 
         def api_dedup
           paging = Paging.new(params)
-          json(page_json(paging).merge("keys" => Data.dedup_keys(paging.offset, paging.per)))
+          keys = Data.dedup_keys(paging.offset, paging.per)
+          return json({"error" => "deduplication keys are not listed by this version"}, status: 501) if keys.nil?
+
+          json(page_json(paging).merge("keys" => keys))
         end
 
         private
@@ -72,7 +77,7 @@ module JobQueue
 
         def page_json(paging) = {"page" => paging.page, "per" => paging.per, "total" => paging.total}
 
-        def entry_json(e) = {"key" => e.key, "score" => e.score, "job" => e.item}
+        def entry_json(e) = {"key" => Data.key(e), "score" => e.score, "job" => e.item}
       end
     end
   end

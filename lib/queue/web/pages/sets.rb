@@ -9,10 +9,11 @@ module JobQueue
       # An entry is named by its key, "SCORE-JID" (as in Sidekiq's dashboard URLs), so an action
       # finds it without a scan.
       module Sets
+        # actions: what one entry (or the checked ones) can do; all: what the whole set can do.
         KINDS = {
-          "scheduled" => {title: "Scheduled", actions: %w[retry delete kill], retry_label: "Enqueue now"},
-          "retries" => {title: "Retries", actions: %w[retry delete kill], retry_label: "Retry now"},
-          "dead" => {title: "Dead", actions: %w[retry delete], retry_label: "Retry now"}
+          "scheduled" => {title: "Scheduled", actions: %w[retry delete kill], all: %w[delete], retry_label: "Enqueue now"},
+          "retries" => {title: "Retries", actions: %w[retry delete kill], all: %w[retry delete kill], retry_label: "Retry now"},
+          "dead" => {title: "Dead", actions: %w[retry delete], all: %w[retry delete], retry_label: "Retry now"}
         }.freeze
 
         def self.routes(r)
@@ -29,9 +30,17 @@ module JobQueue
         def set_index
           kind = set_kind or return not_found
           filter = params["q"].to_s.strip
-          paging = Paging.new(params, total: filter.empty? ? Data.set_size(kind) : nil)
-          entries = Data.set_page(kind, paging.offset, paging.per, filter)
-          render(:set, title: KINDS[kind][:title], kind: kind, entries: entries, paging: paging, filter: filter)
+          if filter.empty?
+            paging = Paging.new(params, total: Data.set_size(kind))
+            result = Data.set_page(kind, paging.offset, paging.per)
+          else
+            # A search reads a bounded window per request; "more" continues from where it stopped.
+            paging = Paging.new(params)
+            from = [params["from"].to_i, 0].max
+            result = Data.set_page(kind, from, paging.per, filter)
+          end
+          render(:set, title: KINDS[kind][:title], kind: kind, entries: result.entries, paging: paging, filter: filter,
+            next_offset: result.next_offset, total: result.total)
         end
 
         def set_entry
@@ -60,7 +69,7 @@ module JobQueue
 
         def set_all
           kind = set_kind or return not_found
-          action = set_action(kind) or return not_found
+          action = KINDS[kind][:all].include?(params["action"]) ? params["action"] : (return not_found)
           done = Data.set_all(kind, action)
           redirect("/#{kind}", "#{past(action)} #{done} job#{"s" if done != 1}.")
         end
