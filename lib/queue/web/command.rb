@@ -23,6 +23,7 @@ module JobQueue
         require_relative "../web"
         handler, name = server
         @out.puts "queue web: #{name} on http://#{options[:bind]}:#{options[:port]}/ (Ctrl-C stops)"
+        @out.flush
         handler.run(JobQueue::Web, Host: options[:bind], Port: options[:port], **server_options(name))
         0
       end
