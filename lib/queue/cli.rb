@@ -46,6 +46,8 @@ module JobQueue
       return feature(argv.drop(1)) if argv.first == "feature"
       # `queue ordered ACTION`: stats and morgue of ordered workers (lib/queue/ordered/command.rb).
       return Ordered::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) } if argv.first == "ordered"
+      # `queue stats|retry|dead|morgue …`: the inspection API from a shell (lib/queue/api/command.rb).
+      return inspect_command(argv.first, argv.drop(1)) if INSPECT_COMMANDS.include?(argv.first)
       # `queue web --port 7433`: the dashboard on its own server (lib/queue/web/command.rb).
       return Web::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) if options[:require] } if argv.first == "web"
 
@@ -101,7 +103,15 @@ module JobQueue
       0
     end
 
+    INSPECT_COMMANDS = %w[stats retry dead morgue].freeze
+
     private
+
+    def inspect_command(command, argv)
+      require_relative "api"
+      require_relative "api/command"
+      API::Command.new(out: @out).run(command, argv) { |options| boot_app(options) if options[:require] }
+    end
 
     # Loads the app for a subcommand, with its environment.
     def boot_app(options)
@@ -111,7 +121,9 @@ module JobQueue
 
     def option_parser(opts)
       OptionParser.new do |o|
-        o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)\n       queue web [--port 7433]           (the dashboard; queue web -h)"
+        o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)\n" \
+                   "       queue stats | retry|dead list|retry|delete | morgue list|retry|delete   (inspect; queue stats -h)\n" \
+                   "       queue web [--port 7433]           (the dashboard; queue web -h)"
         o.on("-c", "--concurrency INT", Integer, "processor threads (default 10)") { |v| opts[:concurrency] = v }
         o.on("-q", "--queue QUEUE[,WEIGHT]",
           "queue to process, repeatable (default \"default\").",

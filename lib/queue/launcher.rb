@@ -75,7 +75,7 @@ module JobQueue
       tag = @config.tag.to_s.empty? ? "" : " #{@config.tag}"
       title = "queue #{VERSION}#{tag} [#{@server.busy_count} of #{@config.concurrency} busy]"
       title += " stopping" if @quiet
-      Process.setproctitle(title)
+      ::Process.setproctitle(title)
     end
 
     # Signals (TSTP, TERM, TTIN) a dashboard sent to this process.

@@ -9,7 +9,8 @@
 //! Map: [`keys`] names every key; [`client`] pushes; [`dedup`] deduplicates pushes (GitLab's idempotent jobs); [`fetch`] takes and acknowledges work;
 //! [`retry`] decides what a failure becomes and [`settle`] files it; [`liveness`] finds dead processes
 //! and puts their work back; [`scheduler`] moves due jobs; [`heartbeat`] publishes the process;
-//! [`server`] runs all of it for one process; [`api`] reads; [`migrate`] renames a queue.
+//! [`server`] runs all of it for one process; [`api`] reads and administers (the inspection API);
+//! [`migrate`] renames a queue.
 
 pub mod api;
 pub mod blocking;

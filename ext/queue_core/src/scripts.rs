@@ -71,3 +71,4 @@ script!(MIGRATE_SET, "migrate_set.lua");
 script!(MIGRATE_KEYS, "migrate_keys.lua");
 script!(ORDERED_PUSH, "ordered_push.lua");
 script!(ORDERED_LEASE, "ordered_lease.lua");
+script!(FILTER, "filter.lua");

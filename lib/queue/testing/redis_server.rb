@@ -24,7 +24,7 @@ module JobQueue
 
       def start
         @dir ||= Dir.mktmpdir(@prefix)
-        @pid = Process.spawn(
+        @pid = ::Process.spawn(
           "redis-server", "--port", "0", "--unixsocket", socket, "--unixsocketperm", "700",
           "--save", "", "--appendonly", "no", "--dir", @dir, *@args,
           out: log, err: [:child, :out]
@@ -37,8 +37,8 @@ module JobQueue
       def stop(keep_dir: false)
         return unless @pid
 
-        Process.kill("TERM", @pid)
-        Process.wait(@pid)
+        ::Process.kill("TERM", @pid)
+        ::Process.wait(@pid)
       rescue Errno::ESRCH, Errno::ECHILD
         nil
       ensure
@@ -61,9 +61,9 @@ module JobQueue
       private
 
       def wait_for_socket
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+        deadline = ::Process.clock_gettime(::Process::CLOCK_MONOTONIC) + 10
         until pong?
-          raise "redis-server did not start: #{File.read(log)}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          raise "redis-server did not start: #{File.read(log)}" if ::Process.clock_gettime(::Process::CLOCK_MONOTONIC) > deadline
 
           sleep 0.02
         end

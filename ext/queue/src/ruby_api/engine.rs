@@ -79,7 +79,7 @@ fn on_thread<C: PerThread, T>(
 }
 
 /// Runs an async engine operation on this thread's runtime-driven connection.
-fn with_conn<T>(
+pub(super) fn with_conn<T>(
     redis: &Redis,
     id: u64,
     op: impl AsyncFnOnce(&mut queue_core::connection::Conn) -> queue_core::Result<T>,
@@ -241,7 +241,9 @@ impl Engine {
         hash.aset("retry_size", stats.retry_size)?;
         hash.aset("dead_size", stats.dead_size)?;
         hash.aset("processes_size", stats.processes_size)?;
+        hash.aset("workers_size", stats.workers_size)?;
         hash.aset("enqueued", stats.enqueued)?;
+        hash.aset("default_queue_latency", stats.default_queue_latency)?;
         let queues = ruby.hash_new();
         for (name, size) in stats.queues {
             queues.aset(name, size)?;

@@ -3,6 +3,7 @@
 pub mod args_json;
 pub mod engine;
 pub mod fetcher;
+pub mod inspect;
 pub mod log;
 pub mod ordered;
 pub mod push_template;

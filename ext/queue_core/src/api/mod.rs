@@ -1,0 +1,51 @@
+//! The read and admin side: what the Ruby inspection API (`JobQueue::Queue`, `RetrySet`, …), the CLI
+//! and the dashboard ask of the data in Redis, and the operator's actions on it.
+//!
+//! One file per concern: [`stats`] (totals, daily history, reset), [`queues`] (lists),
+//! [`sets`] (the `schedule`, `retry` and `dead` sorted sets), [`processes`] (process set, busy work,
+//! signals). Every call costs Redis work bounded by what it returns (a page, a scan step, a window of
+//! a filter) or by the number of queues or processes — never by the number of jobs, except the bulk
+//! actions (`retry_all`, `clear`) whose point is to touch every job, and which do so in bounded steps.
+
+pub mod processes;
+pub mod queues;
+pub mod sets;
+pub mod stats;
+
+pub use stats::{ping, ping_cmd, queue_size, stats, Stats};
+
+/// A window scanned by a filter: the entries it matched, and where the next window starts (`None`
+/// once the end of the list or set was reached).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filtered {
+    /// `(member, score)` for a sorted set; `(job, index)` for a queue.
+    pub entries: Vec<(Vec<u8>, f64)>,
+    pub next: Option<i64>,
+}
+
+/// Parses the reply of `filter.lua`: `[next_start, member, score, member, score, …]`.
+fn filtered_from(reply: Vec<redis::Value>) -> Filtered {
+    let mut items = reply.into_iter();
+    let next = items.next().map(|v| stats::as_int(&v)).filter(|n| *n >= 0);
+    let mut entries = Vec::new();
+    while let (Some(member), Some(score)) = (items.next(), items.next()) {
+        let member = match member {
+            redis::Value::BulkString(b) => b,
+            _ => continue,
+        };
+        entries.push((member, as_float(&score)));
+    }
+    Filtered { entries, next }
+}
+
+pub(crate) fn as_float(v: &redis::Value) -> f64 {
+    match v {
+        redis::Value::Int(i) => *i as f64,
+        redis::Value::Double(d) => *d,
+        redis::Value::BulkString(b) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0),
+        _ => 0.0,
+    }
+}

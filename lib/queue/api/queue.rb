@@ -1,0 +1,84 @@
+# frozen_string_literal: true
+
+module JobQueue
+  # A queue (Sidekiq's `Sidekiq::Queue`): `JobQueue::Queue.new("mailers").size`.
+  class Queue
+    include Enumerable
+
+    # Jobs read per round trip by `each`.
+    PAGE_SIZE = 50
+    # Jobs one search step reads (`find_job`, `page(filter:)`).
+    WINDOW = 1000
+
+    # Every known queue, by name.
+    def self.all = API.engine.api_queue_names.map { |name| new(name) }
+
+    attr_reader :name
+
+    def initialize(name = "default")
+      @name = name.to_s
+    end
+
+    def size = API.engine.queue_size(name)
+
+    def paused? = false
+
+    # Seconds the oldest job has waited.
+    def latency = API.engine.api_queue_latency(name)
+
+    # Each job, newest first, PAGE_SIZE per round trip; safe to `delete` jobs while iterating.
+    def each
+      return to_enum(:each) unless block_given?
+
+      initial = size
+      deleted = 0
+      page = 0
+      loop do
+        jobs = API.engine.api_queue_page(name, [page * PAGE_SIZE - deleted, 0].max, PAGE_SIZE)
+        break if jobs.empty?
+
+        page += 1
+        jobs.each { |json| yield JobRecord.new(json, name) }
+        deleted = initial - size
+      end
+    end
+
+    # The job with this jid, or nil; searched in Redis WINDOW jobs per round trip.
+    def find_job(jid)
+      jid = jid.to_s
+      return if jid.empty?
+
+      offset = 0
+      while offset
+        offset, found = API.engine.api_queue_filter(name, jid, offset, WINDOW, WINDOW)
+        found.each do |json, _index|
+          record = JobRecord.new(json, name)
+          return record if record.jid == jid
+        end
+      end
+      nil
+    end
+
+    # A page of jobs, newest first: `page(0, 25)`, or with `filter: "text"` (jobs whose JSON contains
+    # it, such as a class name or a jid) searching at most `window` jobs from `offset`. Returns a Page.
+    def page(offset = 0, count = 25, filter: nil, window: WINDOW)
+      API.count!("offset", offset)
+      API.count!("count", count)
+      total = size
+      if filter.nil? || filter.to_s.empty?
+        entries = API.engine.api_queue_page(name, offset, count).map { |json| JobRecord.new(json, name) }
+        following = offset + entries.size
+        return Page.new(entries, total, following < total && entries.size == count ? following : nil)
+      end
+
+      following, found = API.engine.api_queue_filter(name, filter.to_s, offset, window, count)
+      Page.new(found.map { |json, _index| JobRecord.new(json, name) }, total, following)
+    end
+
+    # Drops every job of the queue and forgets its name.
+    def clear = API.engine.api_queue_clear(name)
+    alias_method :💣, :clear
+
+    def inspect = "#<#{self.class.name} #{name}>"
+  end
+end
