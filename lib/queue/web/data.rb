@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../api" if File.exist?(File.expand_path("../api.rb", __dir__)) # TODO: plain require once queue/api lands
+require_relative "../api"
 
 module JobQueue
   class Web

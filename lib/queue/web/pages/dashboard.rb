@@ -18,7 +18,7 @@ module JobQueue
           stats = Data.stats
           days = HISTORY_DAYS.include?(params["days"].to_i) ? params["days"].to_i : 30
           live = params["live"].to_i.clamp(0, 60)
-          graph = live.positive? ? live_graph(stats) : Graph.new(Data.history(days)).to_svg
+          graph = live.positive? ? live_graph(stats) : Graph.new(Data.history(days)).to_html
           render(:dashboard, title: "Dashboard", stats: stats, days: days, live: live, graph: graph,
             queues: Data.queues, ordered: Data.ordered_stats)
         end
@@ -34,7 +34,7 @@ module JobQueue
           pairs = samples.each_cons(2).map { |(_, p0, f0), (at, p1, f1)| [at, [p1 - p0, 0].max, [f1 - f0, 0].max] }
           pairs = [[samples.last.first, 0, 0]] if pairs.empty?
           Graph.new({"processed" => pairs.map { |at, p, _| [at, p] }, "failed" => pairs.map { |at, _, f| [at, f] }},
-            unit: "refresh").to_svg
+            unit: "refresh").to_html
         end
       end
     end
