@@ -72,7 +72,10 @@ module JobQueue
       end
 
       def signal_all(kind)
-        JobQueue::ProcessSet.new.count { |p| kind == :quiet ? p.quiet! : p.stop! }
+        JobQueue::ProcessSet.new.count do |p|
+          kind == :quiet ? p.quiet! : p.stop!
+          true
+        end
       end
 
       def set(kind) = JobQueue.const_get(SETS.fetch(kind)).new

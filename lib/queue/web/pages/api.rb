@@ -36,8 +36,8 @@ module JobQueue
         end
 
         def api_busy
-          json("processes" => Data.processes, "busy" => Data.work_size,
-            "work" => Data.work.map { |identity, thread, work| {"identity" => identity, "thread" => thread, "work" => work} })
+          json({"processes" => Data.processes, "busy" => Data.work_size,
+                "work" => Data.work.map { |identity, thread, work| {"identity" => identity, "thread" => thread, "work" => work} }})
         end
 
         def api_set
@@ -46,8 +46,8 @@ module JobQueue
           paging = Paging.new(params)
           offset = filter.empty? ? paging.offset : [params["from"].to_i, 0].max
           result = Data.set_page(kind, offset, paging.per, filter)
-          json("page" => filter.empty? ? paging.page : nil, "per" => paging.per, "total" => result.total,
-            "next_offset" => result.next_offset, "entries" => result.entries.map { |e| entry_json(e) })
+          json({"page" => filter.empty? ? paging.page : nil, "per" => paging.per, "total" => result.total,
+                "next_offset" => result.next_offset, "entries" => result.entries.map { |e| entry_json(e) }})
         end
 
         def api_set_entry

@@ -36,7 +36,7 @@ module JobQueue
           verb = action.delete_suffix("_all")
           return not_found unless ACTIONS.include?(verb)
 
-          ids = Array(params["ids"]).map(&:to_s)
+          ids = Array(params["ids"]).map(&:to_s).reject(&:empty?)
           return redirect("/ordered/#{Rack::Utils.escape_path(params["worker"])}", "No entry was checked.") if ids.empty? && !all
 
           done = all ? JobQueue::Ordered.public_send(:"#{verb}_all", worker) : JobQueue::Ordered.public_send(verb, worker, ids)

@@ -60,7 +60,7 @@ module JobQueue
         def set_bulk
           kind = set_kind or return not_found
           action = set_action(kind, params["do"]) or return redirect("/#{kind}", "Choose an action.")
-          keys = Array(params["keys"]).map(&:to_s)
+          keys = Array(params["keys"]).map(&:to_s).reject(&:empty?)
           return redirect("/#{kind}", "No job was checked.") if keys.empty?
 
           done = Data.set_act(kind, keys, action)
