@@ -250,10 +250,14 @@ fn stats_report_what_redis_holds() {
             retry_size: 0,
             dead_size: 0,
             processes_size: 1,
+            workers_size: 0,
             enqueued: 3,
+            // The oldest default job was enqueued at 1700000000.5 (job()).
+            default_queue_latency: stats.default_queue_latency,
             queues: vec![("default".to_owned(), 2), ("low".to_owned(), 1)],
         }
     );
+    assert!(stats.default_queue_latency > 1.0e7, "{stats:?}");
     assert_eq!(
         bc.run(async |c| api::queue_size(c, "low").await)
             .expect("queue size"),
