@@ -17,7 +17,7 @@ Gem::Specification.new do |spec|
 
   spec.files = Dir[
     "Cargo.toml", "Cargo.lock", "README.md", "CHANGELOG.md", "LICENSE",
-    "lib/**/*.rb", "exe/*",
+    "lib/**/*.rb", "lib/queue/web/views/*.erb", "lib/queue/web/assets/*.css", "exe/*",
     "ext/queue/extconf.rb", "ext/queue/Cargo.toml", "ext/queue/src/**/*.rs",
     "ext/queue_core/Cargo.toml", "ext/queue_core/src/**/*.{rs,lua}"
   ]
@@ -26,5 +26,6 @@ Gem::Specification.new do |spec|
   spec.require_paths = ["lib"]
   spec.extensions = ["ext/queue/extconf.rb"]
   # No runtime dependencies: json ships with every supported Ruby as a default gem, and declaring it
-  # would make `gem install --install-dir DIR` look for a json .gem to put in DIR.
+  # would make `gem install --install-dir DIR` look for a json .gem to put in DIR. The dashboard
+  # (`require "queue/web"`) needs rack, which every Rails app has; `queue web` alone also uses puma.
 end

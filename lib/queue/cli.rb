@@ -7,6 +7,7 @@ require_relative "launcher"
 require_relative "migrate_command"
 require_relative "declared_queues"
 require_relative "ordered/command"
+require_relative "web/command"
 
 module JobQueue
   # `bundle exec queue`: parses Sidekiq's flags (and its YAML config file), boots the app, runs a
@@ -47,6 +48,8 @@ module JobQueue
       return Ordered::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) } if argv.first == "ordered"
       # `queue stats|retry|dead|morgue …`: the inspection API from a shell (lib/queue/api/command.rb).
       return inspect_command(argv.first, argv.drop(1)) if INSPECT_COMMANDS.include?(argv.first)
+      # `queue web --port 7433`: the dashboard on its own server (lib/queue/web/command.rb).
+      return Web::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) if options[:require] } if argv.first == "web"
 
       # Lines reach a file or pipe as they happen (as in Sidekiq's CLI), not when the buffer fills.
       $stdout.sync = true
@@ -119,7 +122,8 @@ module JobQueue
     def option_parser(opts)
       OptionParser.new do |o|
         o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)\n" \
-                   "       queue stats | retry|dead list|retry|delete | morgue list|retry|delete   (inspect; queue stats -h)"
+                   "       queue stats | retry|dead list|retry|delete | morgue list|retry|delete   (inspect; queue stats -h)\n" \
+                   "       queue web [--port 7433]           (the dashboard; queue web -h)"
         o.on("-c", "--concurrency INT", Integer, "processor threads (default 10)") { |v| opts[:concurrency] = v }
         o.on("-q", "--queue QUEUE[,WEIGHT]",
           "queue to process, repeatable (default \"default\").",

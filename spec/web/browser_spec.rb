@@ -1,0 +1,121 @@
+# frozen_string_literal: true
+
+require_relative "web_helper"
+require "capybara/rspec"
+require "selenium-webdriver"
+require_relative "../apps/api_retry" # the failing workers, for our client's side
+
+# The dashboard in a real browser: headless Chromium (Debian's chromium + chromium-driver) driven by
+# Capybara/Selenium, over the dashboard served by Puma. It clicks the buttons a person would and checks
+# what changed in Redis. Each page is saved as a screenshot under tmp/screenshots/ (desktop and phone
+# widths) for a person to look at.
+RSpec.describe "the dashboard in Chromium", type: :feature do
+  SCREENSHOTS = File.expand_path("../../tmp/screenshots", __dir__)
+
+  Capybara.register_driver(:queue_chromium) do |app|
+    options = Selenium::WebDriver::Chrome::Options.new
+    options.binary = "/usr/bin/chromium" if File.exist?("/usr/bin/chromium")
+    %w[--headless=new --no-sandbox --disable-dev-shm-usage --disable-gpu --window-size=1280,900
+      --force-device-scale-factor=1].each { |arg| options.add_argument(arg) }
+    service = Selenium::WebDriver::Service.chrome(path: "/usr/bin/chromedriver") if File.exist?("/usr/bin/chromedriver")
+    Capybara::Selenium::Driver.new(app, browser: :chrome, options: options, service: service)
+  end
+
+  before(:all) do
+    Capybara.server = :puma, {Silent: true}
+    Capybara.app = JobQueue::Web.new(session_secret: "browser" * 10)
+    Capybara.default_driver = :queue_chromium
+    Capybara.default_max_wait_time = 5
+    FileUtils.mkdir_p(SCREENSHOTS)
+  end
+
+  after(:all) { Capybara.current_session.driver.quit }
+
+  let(:redis) { TestRedis.client }
+
+  before { JobQueue.config.logger.level = Logger::FATAL } # the failures here are on purpose
+
+  # Saves the page as NAME.png (1280 wide) and NAME-phone.png (390 wide, as an iPhone 12-15).
+  def screenshot(name)
+    window = page.driver.browser.manage.window
+    window.resize_to(1280, 900)
+    page.save_screenshot(File.join(SCREENSHOTS, "#{name}.png"))
+    window.resize_to(390, 844)
+    page.save_screenshot(File.join(SCREENSHOTS, "#{name}-phone.png"))
+    window.resize_to(1280, 900)
+  end
+
+  def doomed_ordered_worker
+    ordered_worker("BrowserOrderedWorker") do
+      self.max_retry_count = 0
+      define_singleton_method(:retry_in) { |_count| 0 }
+      define_singleton_method(:perform) { |_batch| raise ArgumentError, "payment gateway said no" }
+    end
+  end
+
+  it "requeues a morgue entry of an ordered worker by clicking" do
+    worker = doomed_ordered_worker
+    worker.perform_async([{id: "order-17", payload: {"amount" => 12}}, {id: "order-18", payload: {"amount" => 5}}])
+    drain(ordered_server(worker).thread_work(0))
+    expect(JobQueue::Ordered.stats["by_worker"]["BrowserOrderedWorker"]["morgue_length"]).to eq(2)
+
+    visit "/ordered"
+    screenshot("ordered")
+    click_link "BrowserOrderedWorker"
+    expect(page).to have_content("payment gateway said no")
+    screenshot("morgue")
+    within(:xpath, "//tr[.//code[text()='order-17']]") { click_button "Requeue" }
+
+    expect(page).to have_css(".flash", text: "Requeued 1 morgue entry.")
+    expect(redis.zscore(lowkiq_key(worker, "morgue:all_ids_lex"), "order-17")).to be_nil
+    expect(redis.zscore(lowkiq_key(worker, "all_ids_lex"), "order-17")).not_to be_nil
+    expect(redis.zscore(lowkiq_key(worker, "morgue:all_ids_lex"), "order-18")).not_to be_nil
+    expect(page).not_to have_css("code", text: "order-17")
+  end
+
+  it "retries a dead job by clicking, and shows every page" do
+    server = ServerProcess.new(app: "api_retry.rb", args: ["-c", "2", "-q", "default", "-g", "browser"]).start
+    begin
+      ApiFailingWorker.perform_async("kill") # dies at its first failure
+      ApiFailingWorker.perform_async(3600) # waits in the retry set
+      ApiScheduledWorker.perform_in(3600, "later")
+      wait_until("the failures to be filed", timeout: 20) { redis.zcard("dead") == 1 && redis.zcard("retry") == 1 }
+      wait_until("the process to register") { redis.scard("processes") == 1 }
+
+      visit "/"
+      expect(page).to have_css(".card", text: "Dead")
+      screenshot("dashboard")
+      visit "/busy"
+      expect(page).to have_content("browser")
+      screenshot("busy")
+      visit "/scheduled"
+      screenshot("scheduled")
+      visit "/retries"
+      expect(page).to have_content("always fails")
+      screenshot("retries")
+    ensure
+      expect(server.stop.exitstatus).to eq(0) # nothing runs the job once it is back in its queue
+    end
+
+    visit "/dead"
+    dead_jid = JSON.parse(redis.zrange("dead", 0, 0).first)["jid"]
+    expect(page).to have_content(dead_jid)
+    screenshot("dead")
+    click_link href: %r{/dead/[\d.]+-#{dead_jid}}
+    expect(page).to have_content("ApiRetry::Boom: always fails")
+    screenshot("dead-entry")
+    click_button "Retry now"
+
+    expect(page).to have_css(".flash", text: "Queued 1 job.")
+    expect(redis.zcard("dead")).to eq(0)
+    expect(queued_jids = redis.lrange("queue:default", 0, -1).map { |j| JSON.parse(j)["jid"] }).to include(dead_jid)
+    visit "/queues"
+    screenshot("queues")
+    visit "/queues/default"
+    expect(page).to have_content(dead_jid)
+    screenshot("queue")
+    expect(queued_jids.size).to eq(1)
+    visit "/dedup"
+    screenshot("dedup")
+  end
+end
