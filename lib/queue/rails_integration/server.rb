@@ -35,7 +35,16 @@ module JobQueue
         config.server_middleware.prepend(Reloader, app)
         config.ordered_server_middlewares.unshift(->(_worker, _batch, &block) { app.reloader.wrap(&block) })
         broadcast_rails_logger
+        report_to_rails_error(config)
         warn_small_pool(config)
+      end
+
+      # Rails 7's error reporter (`Rails.error`) hears of every failed job, as with Sidekiq 7; Rails
+      # 6.1 (the suite's, Debian's) has none, so there this does nothing.
+      def report_to_rails_error(config)
+        return unless ::Rails.respond_to?(:error) && ::Rails.error.respond_to?(:report)
+
+        config.error_handlers << ->(error, context) { ::Rails.error.report(error, handled: false, context: context) }
       end
 
       # Rails.logger's lines (a job's `Rails.logger.info`) also reach the server's log, with the job's
