@@ -85,6 +85,13 @@ RSpec.describe "Redis connection error messages" do
         ->(s) { "rediss://localhost:#{s.port(:tls)}/0" },
         ->(s) { "TLS handshake with Redis at rediss://localhost:#{s.port(:tls)}/0 failed: certificate not trusted" },
         "set ssl_params ca_file (or SSL_CERT_FILE) to the CA certificate"
+      ],
+      # A plain redis-server never answers a ClientHello (it waits for an inline command's newline):
+      # without the engine's own bounded handshake first, the push and the server would hang.
+      "rediss:// pointed at a plain (non-TLS) port" => [
+        ->(s) { "rediss://127.0.0.1:#{s.port(:plain)}/0" },
+        ->(s) { "TLS handshake with Redis at rediss://127.0.0.1:#{s.port(:plain)}/0 failed (no reply to a TLS handshake within 2s" },
+        "does that port speak TLS (redis-server --tls-port)? Use redis:// for a plain port"
       ]
     }
   end

@@ -12,13 +12,14 @@
 //! the error, and callers decide whether to back off.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, FromRedisValue};
 
-use crate::connect_error::{mask, ConnectError};
+use crate::connect_error::{mask, ConnectError, ConnectErrorKind};
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 
@@ -66,6 +67,8 @@ struct RedisInner {
     client: redis::Client,
     keys: Keys,
     config: RedisConfig,
+    /// A `rediss://` port has answered a TLS handshake once (see [`crate::tls_probe`]).
+    tls_answers: AtomicBool,
 }
 
 impl std::fmt::Debug for Redis {
@@ -103,6 +106,7 @@ impl Redis {
                 client,
                 keys: Keys::new(&config.namespace),
                 config,
+                tls_answers: AtomicBool::new(false),
             }),
         })
     }
@@ -137,6 +141,7 @@ impl Redis {
 
     /// A plain synchronous connection (no runtime), for one-command calls from a caller's thread.
     pub(crate) fn dial_sync(&self) -> Result<redis::Connection> {
+        self.check_tls_answers()?;
         let conn = self
             .inner
             .client
@@ -146,6 +151,30 @@ impl Redis {
             .and_then(|_| conn.set_write_timeout(Some(RESPONSE_TIMEOUT)))
             .map_err(|e| self.dial_error(e))?;
         Ok(conn)
+    }
+
+    /// Before the first synchronous dial of a `rediss://` URL, makes sure the port answers a TLS
+    /// handshake at all: the redis crate's synchronous TLS handshake has no timeout, and a plain port
+    /// never answers one.
+    fn check_tls_answers(&self) -> Result<()> {
+        if self.inner.tls_answers.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if let redis::ConnectionAddr::TcpTls { host, port, .. } =
+            self.inner.client.get_connection_info().addr()
+        {
+            crate::tls_probe::check(host, *port, self.inner.config.connect_timeout).map_err(
+                |silent| {
+                    Error::from(ConnectError::new(
+                        ConnectErrorKind::Tls,
+                        &self.inner.config.url,
+                        silent.to_string(),
+                    ))
+                },
+            )?;
+        }
+        self.inner.tls_answers.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// An error from dialling: what stopped the connection, with the masked URL.
@@ -171,6 +200,14 @@ impl Redis {
     }
 
     async fn dial(&self, blocking: bool) -> Result<MultiplexedConnection> {
+        // The asynchronous dial is bounded as a whole, but a timeout alone would not say why; the
+        // same check as the synchronous dial's names a port that does not speak TLS.
+        if !self.inner.tls_answers.load(Ordering::Relaxed) {
+            let redis = self.clone();
+            tokio::task::spawn_blocking(move || redis.check_tls_answers())
+                .await
+                .map_err(|e| Error::closed_by("the TLS check did not finish", e.into()))??;
+        }
         let response_timeout = if blocking {
             None
         } else {

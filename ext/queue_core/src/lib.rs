@@ -35,6 +35,7 @@ pub mod scripts;
 pub mod server;
 pub mod settle;
 pub mod supervisor;
+pub mod tls_probe;
 
 pub use connect_error::{ConnectError, ConnectErrorKind};
 pub use connection::{Redis, RedisConfig};
