@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "socket"
 require "tmpdir"
 require_relative "../apps/api_tls"
 
@@ -9,6 +10,7 @@ require_relative "../apps/api_tls"
 RSpec.describe "Redis connection error messages" do
   before(:context) do
     @dir = Dir.mktmpdir("queue-redis-errors")
+    @silent = TCPServer.new("127.0.0.1", 0) # see silent_port
     write_certificate(@dir)
     # A free port can be taken between choosing it and the server's bind (by another process, or as
     # a client connection's local port): then that server exits, and the three start again elsewhere.
@@ -21,6 +23,7 @@ RSpec.describe "Redis connection error messages" do
   end
 
   after(:context) do
+    @silent&.close
     stop_servers
     FileUtils.rm_rf(@dir) if @dir
   end
@@ -86,6 +89,11 @@ RSpec.describe "Redis connection error messages" do
         ->(s) { "TLS handshake with Redis at rediss://localhost:#{s.port(:tls)}/0 failed: certificate not trusted" },
         "set ssl_params ca_file (or SSL_CERT_FILE) to the CA certificate"
       ],
+      "a port that accepts the connection and never answers" => [
+        ->(s) { "redis://127.0.0.1:#{s.silent_port}/0" },
+        ->(s) { "Redis at redis://127.0.0.1:#{s.silent_port}/0 did not answer in time" },
+        "is the host reachable and the port right?"
+      ],
       # A plain redis-server never answers a ClientHello (it waits for an inline command's newline):
       # without the engine's own bounded handshake first, the push and the server would hang.
       "rediss:// pointed at a plain (non-TLS) port" => [
@@ -102,6 +110,12 @@ RSpec.describe "Redis connection error messages" do
 
   def refused_port
     @refused_port ||= free_port
+  end
+
+  # A port whose kernel completes the TCP handshake (the listen backlog) but where nothing ever reads
+  # or answers: a hung server, or a firewall that lets the connection in.
+  def silent_port
+    @silent.addr[1]
   end
 
   setups.each do |setup, (url, start, advice)|
