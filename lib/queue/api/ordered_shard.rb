@@ -7,8 +7,9 @@ module JobQueue
   #   running now;
   # - `owner`: the identity (`host:pid:nonce`, as ProcessSet shows it) of the process holding its
   #   lease, or nil; `last_beat`: when that process last renewed its leases; `lease_expires_at`: when
-  #   the lease lapses unless it beats again (nil once it has stopped beating); `alive?`: whether the
-  #   lease is valid now. A lapsed lease is taken over by a live process at its next beat.
+  #   the lease lapses unless it beats again (past, or nil once the silent process has been pruned);
+  #   `alive?`: whether the lease is valid now. A lapsed lease is taken over by a live process at its
+  #   next beat.
   OrderedShard = Struct.new(:index, :length, :lag, :busy, :owner, :last_beat, :lease_expires_at, :alive) do
     def self.from_engine(row)
       index, length, lag, busy, owner, beat, expires, alive = row
