@@ -9,13 +9,16 @@ require_relative "api/job_set"
 require_relative "api/process_set"
 require_relative "api/workers"
 require_relative "api/stats"
+require_relative "api/ordered_queue"
+require_relative "api/idempotency_keys"
 
 module JobQueue
   # The operator's API over queues, job sets, processes and totals, in the shape of Sidekiq's
   # `sidekiq/api` (a script ports by renaming `Sidekiq::` to `JobQueue::`): JobQueue::Queue,
-  # ScheduledSet, RetrySet, DeadSet, ProcessSet, Workers, Stats. Every call is one engine call (or a
-  # bounded number of them): pages, searches and actions run in Redis, and none reads a whole queue or
-  # set into Ruby. See README, "Inspecting from Ruby and the CLI".
+  # ScheduledSet, RetrySet, DeadSet, ProcessSet, Workers, Stats; beyond Sidekiq's, OrderedQueue
+  # (shards, lag, owners, morgue) and IdempotencyKeys (deduplication keys held). Every call is one
+  # engine call (or a bounded number of them): pages, searches and actions run in Redis, and none reads
+  # a whole queue or set into Ruby. See README, "Inspecting from Ruby and the CLI".
   module API
     module_function
 

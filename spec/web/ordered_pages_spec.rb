@@ -42,6 +42,28 @@ RSpec.describe "JobQueue::Web ordered queues" do
     expect(page("/")).to include("Ordered queues", "2 in the morgue")
   end
 
+  it "shows each shard's length, lag and lease owner, on the page and in /api/v1/ordered" do
+    html = page("/ordered")
+    table = html[%r{<table class="list shards" id="shards-WebOrderedWorker">.*?</table>}m]
+    owners = table.scan(%r{<td data-label="Owner"><code>([^<]+)</code></td>}).flatten
+    expect(owners).to eq([OrderedHelpers::IDENTITY] * worker.shards_count)
+    expect(table.scan("expires <time").size).to eq(worker.shards_count)
+
+    get "/api/v1/ordered"
+    queue = JSON.parse(last_response.body)["queues"].find { |q| q["name"] == "WebOrderedWorker" }
+    expect(queue).to include("queue" => worker.queue_name, "shards_count" => worker.shards_count, "length" => 1, "morgue_length" => 2)
+    expect(queue["shards"].map { |sh| sh["shard"] }).to eq((0...worker.shards_count).to_a)
+    expect(queue["shards"].map { |sh| sh["owner"] }.uniq).to eq([OrderedHelpers::IDENTITY])
+    expect(queue["shards"].map { |sh| sh["alive"] }.uniq).to eq([true])
+    expect(queue["shards"].map { |sh| sh["lease_expires_at"] }).to all(be_within(20).of(Time.now.to_f + 10))
+    expect(queue["shards"].sum { |sh| sh["length"] }).to eq(1)
+    expect(queue["shards"].find { |sh| sh["length"] == 1 }["shard"]).to eq(shard_of("later", worker.shards_count))
+
+    ordered_servers.each(&:stop) # leases released
+    ordered_servers.clear
+    expect(page("/ordered")[%r{<table class="list shards" id="shards-WebOrderedWorker">.*?</table>}m].scan(">free<").size).to eq(worker.shards_count)
+  end
+
   it "pages the morgue with the payloads and errors escaped" do
     html = page("/ordered/WebOrderedWorker?sort=id&per=25")
     expect(html).to include("<code>a</code>", "<code>b</code>", "boom &lt;b&gt;&amp;&lt;/b&gt;", "&lt;script&gt;alert(1)&lt;/script&gt;")

@@ -39,6 +39,7 @@ RSpec.describe "JobQueue::Web's cost per page" do
       "/retries" => "/retries", "/retries deep" => "/retries?page=#{count[:retrying] / 50}",
       "/retries?q=Rare" => "/retries?q=Rare", "/retries/KEY" => "/retries/#{score}-#{JSON.parse(json)["jid"]}",
       "/scheduled" => "/scheduled", "/dead" => "/dead", "/busy" => "/busy", "/ordered" => "/ordered",
+      "/api/v1/ordered" => "/api/v1/ordered",
       "/api/v1/stats" => "/api/v1/stats", "/api/v1/dashboard" => "/api/v1/dashboard",
       "/api/v1/retries" => "/api/v1/retries?page=2"
     }
@@ -49,6 +50,42 @@ RSpec.describe "JobQueue::Web's cost per page" do
     fill(count)
     pages(count).each_value { |path| get path } # scripts loaded, sessions made
     pages(count).transform_values { |path| commands_of(path) }
+  end
+
+  # `count` idempotency keys held (as the engine writes them: a jid, a TTL), among as many other keys.
+  def hold_keys(count)
+    TestRedis.client.eval(<<~LUA, argv: [count])
+      for i = 1, tonumber(ARGV[1]) do
+        redis.call('SET', 'duplicate:default:' .. string.format('%064x', i), string.format('%024x', i), 'EX', 3600)
+        redis.call('SET', 'other:' .. i, i)
+      end
+      return 1
+    LUA
+  end
+
+  def dedup_costs(held)
+    TestRedis.flush
+    hold_keys(held)
+    get "/api/v1/dedup?count=100"
+    cursor = JSON.parse(last_response.body)["next_cursor"]
+    paths = {"/dedup" => "/dedup", "/dedup next" => "/dedup?count=100&cursor=#{cursor}",
+             "/api/v1/dedup next" => "/api/v1/dedup?count=100&cursor=#{cursor}"}
+    paths.each_value { |path| get path }
+    paths.transform_values { |path| commands_of(path) }
+  end
+
+  it "scans one bounded step per dedup page: one SCAN, and a GET and PTTL per key found, however many are held" do
+    small = dedup_costs(30)
+    big = dedup_costs(50_000)
+    big.each do |path, commands|
+      expect([path, commands["scan"]]).to eq([path, 1])
+      # SCAN's COUNT is a hint: a step can return a little more than COUNT keys, never a number that
+      # grows with the keyspace.
+      expect([path, commands["get"]]).to match([path, be_between(1, 150)])
+      expect(commands["pttl"]).to eq(commands["get"])
+      expect([path, commands.except("get", "pttl")]).to eq([path, small[path].except("get", "pttl")])
+    end
+    expect(small.values.map { |c| c["get"] }).to all(be <= 30)
   end
 
   it "runs the same Redis commands per page with 50,000 queued and 20,000 retrying jobs as with 30" do

@@ -3,6 +3,7 @@
 require_relative "web_helper"
 require_relative "../apps/api_retry" # the failing workers, for our client's side
 require_relative "../apps/web_busy"
+require_relative "../apps/api_dedup" # deduplicated workers
 
 # Every page, action and JSON endpoint of JobQueue::Web through Rack::Test, over data the real engine
 # wrote: jobs pushed by our client, failed into the retry and dead sets by our server process.
@@ -189,10 +190,70 @@ RSpec.describe "JobQueue::Web pages and actions" do
     expect(page("/scheduled?per=100")).to include(*jids)
   end
 
-  it "says where the dedup listing is missing" do
-    expect(page("/dedup")).to include("Deduplication")
-    get "/api/v1/dedup"
-    expect(last_response.status).to eq(501).or eq(200)
+  describe "deduplication keys" do
+    def dedup_key(args, queue = "default") = "duplicate:#{queue}:#{Digest::SHA256.hexdigest("DedupExecutingWorker:#{JSON.generate(args)}")}"
+
+    def rows(html) = html.scan(%r{<code class="args">(duplicate:[^<]+)</code></td>\s*<td data-label="Held by"><code class="jid">(\w+)</code>})
+
+    it "lists the keys held with the jid holding each and its TTL; the JSON carries the same" do
+      jids = %w[a b c].to_h { |arg| [dedup_key([arg]), DedupExecutingWorker.perform_async(arg)] }
+      DedupExecutingWorker.set(queue: "web_other").perform_async("d")
+      html = page("/dedup")
+      expect(rows(html).size).to eq(4)
+      expect(rows(html).to_h.slice(*jids.keys)).to eq(jids)
+      expect(html).to include("the walk is complete", ">5 h<", ">web_other<")
+      expect(html).not_to include('rel="next"')
+      expect(rows(page("/dedup?queue=default")).to_h).to eq(jids)
+      expect(page("/dedup?queue=none")).to include("No key is held.")
+
+      get "/api/v1/dedup?queue=default&count=10"
+      body = JSON.parse(last_response.body)
+      expect(body.slice("cursor", "count", "queue")).to eq("cursor" => 0, "count" => 10, "queue" => "default")
+      keys = body["keys"]
+      until body["next_cursor"].zero?
+        get "/api/v1/dedup?queue=default&count=10&cursor=#{body["next_cursor"]}"
+        body = JSON.parse(last_response.body)
+        keys += body["keys"]
+      end
+      expect(keys.to_h { |k| [k["key"], k["jid"]] }).to eq(jids)
+      expect(keys.map { |k| k["queue"] }.uniq).to eq(["default"])
+      expect(keys.map { |k| k["ttl"] }).to all(be_between(6 * 3600 - 10, 6 * 3600))
+    end
+
+    it "walks many keys a step at a time, following the page's links" do
+      DedupExecutingWorker.perform_bulk((1..400).map { |i| [i] })
+      expect(redis.dbsize).to be > 400
+      html = page("/dedup?count=100")
+      found = rows(html)
+      steps = 1
+      while (link = html[/<a href="([^"]+)" rel="next">/, 1])
+        expect(link).to include("count=100", "cursor=")
+        html = page(CGI.unescapeHTML(link))
+        found += rows(html)
+        steps += 1
+      end
+      expect(html).to include("the walk is complete", "Start over")
+      expect(steps).to be > 1
+      expect(found.map(&:first).uniq).to match_array((1..400).map { |i| dedup_key([i]) })
+    end
+
+    it "releases a key by hand, only from the job that holds it, so a duplicate is pushed again" do
+      jid = DedupExecutingWorker.perform_async("x")
+      key = dedup_key(["x"])
+      expect(DedupExecutingWorker.perform_async("x")).to be_nil
+      expect(submit("/dedup/delete", "key" => key, "jid" => "someone-else")).to eq("#{key} was no longer held by that job.")
+      expect(redis.get(key)).to eq(jid)
+      expect(page("/dedup")).to include(%(name="key" value="#{key}"), %(name="jid" value="#{jid}"))
+      expect(submit("/dedup/delete", "key" => key, "jid" => jid)).to eq("Released #{key}.")
+      expect(redis.exists?(key)).to be(false)
+      expect(DedupExecutingWorker.perform_async("x")).to be_a(String)
+      expect(submit("/dedup/delete", "key" => "queue:default")).to include("&quot;queue:default&quot; is not an idempotency key")
+      expect(redis.llen("queue:default")).to eq(2)
+
+      post "/dedup/delete", "key" => key
+      expect(last_response.status).to eq(403)
+      expect(redis.exists?(key)).to be(true)
+    end
   end
 
   it "serves its stylesheet, and 404s, 405s and 403s where it should" do

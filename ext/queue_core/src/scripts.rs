@@ -72,3 +72,4 @@ script!(MIGRATE_KEYS, "migrate_keys.lua");
 script!(ORDERED_PUSH, "ordered_push.lua");
 script!(ORDERED_LEASE, "ordered_lease.lua");
 script!(FILTER, "filter.lua");
+script!(DEDUP_FORGET, "dedup_forget.lua");

@@ -5,9 +5,9 @@ require_relative "../api"
 module JobQueue
   class Web
     # What the pages read and change, in one place, over the Ruby inspection API (`queue/api`:
-    # JobQueue::Stats, Queue, ScheduledSet/RetrySet/DeadSet, ProcessSet, Workers) and
-    # JobQueue::Ordered. Every call is a bounded number of engine calls: a page of a set, never the
-    # set.
+    # JobQueue::Stats, Queue, ScheduledSet/RetrySet/DeadSet, ProcessSet, Workers, OrderedQueue,
+    # IdempotencyKeys) and JobQueue::Ordered. Every call is a bounded number of engine calls: a page
+    # of a set (or a SCAN step), never the set.
     module Data
       SETS = {"scheduled" => :ScheduledSet, "retries" => :RetrySet, "dead" => :DeadSet}.freeze
 
@@ -125,12 +125,26 @@ module JobQueue
 
       def ordered_stats = JobQueue::Ordered.stats
 
-      # [{"key" =>, "jid" =>, "ttl" =>}, …], or nil while the inspection API has no call for them.
-      def dedup_keys(offset, count)
-        return nil unless JobQueue.respond_to?(:deduplication_keys)
-
-        JobQueue.deduplication_keys(offset, count)
+      # Each loaded ordered worker's queue: Lowkiq's numbers and every shard with its owner, one engine
+      # call for the numbers and one per queue for its shards (bounded by the shard counts).
+      def ordered_queues
+        by_worker = ordered_stats.fetch("by_worker")
+        JobQueue::OrderedQueue.all.map do |q|
+          numbers = by_worker.fetch(q.name, {})
+          {"name" => q.name, "queue" => q.queue_name, "shards_count" => q.shards_count,
+           "length" => numbers["length"], "lag" => numbers["lag"], "morgue_length" => numbers["morgue_length"],
+           "shards" => q.shards.map(&:to_h)}
+        end
       end
+
+      # One SCAN step of the idempotency keys held (JobQueue::IdempotencyKeys::Step): the keys found
+      # among about `count` keys of the keyspace from `cursor`, of `queue` only when given.
+      def dedup_keys(cursor, count, queue = nil)
+        JobQueue::IdempotencyKeys.new(queue: queue).scan(cursor, count: count)
+      end
+
+      # Releases a key if job `jid` still holds it. Whether it did.
+      def dedup_release(key, jid) = JobQueue::IdempotencyKeys.release(key, jid: jid)
     end
   end
 end

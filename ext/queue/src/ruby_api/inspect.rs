@@ -5,7 +5,7 @@
 
 use magnus::{prelude::*, Error, RArray, RString, Ruby};
 use queue_core::api::sets::{self, Action, JobSet};
-use queue_core::api::{processes, queues, stats, Filtered};
+use queue_core::api::{dedup, processes, queues, stats, Filtered};
 
 use super::engine::{with_conn, Engine};
 use super::{bytes_of, utf8_string};
@@ -259,6 +259,33 @@ impl Engine {
             .map_err(to_ruby)?;
         self.run(async |c| stats::reset(c, &counters).await)
     }
+
+    // ---- deduplication keys -------------------------------------------------------------------
+
+    /// `api_dedup_keys(cursor, count, queue_or_nil)`: one `SCAN` step,
+    /// `[next_cursor, [[key, queue_or_nil, jid, ttl_ms], ...]]` (cursor 0 once the walk is over).
+    fn api_dedup_keys(
+        ruby: &Ruby,
+        rb_self: &Self,
+        cursor: u64,
+        count: usize,
+        queue: Option<String>,
+    ) -> Result<RArray, Error> {
+        let step = rb_self.run(async |c| dedup::page(c, cursor, count, queue.as_deref()).await)?;
+        let keys = ruby.ary_new_capa(step.keys.len());
+        for k in step.keys {
+            keys.push((k.key, k.queue, k.jid, k.ttl_ms))?;
+        }
+        let out = ruby.ary_new_capa(2);
+        out.push(step.cursor)?;
+        out.push(keys)?;
+        Ok(out)
+    }
+
+    /// `api_dedup_release(key, jid_or_nil)`: whether the key was held (and is released now).
+    fn api_dedup_release(&self, key: String, jid: Option<String>) -> Result<bool, Error> {
+        self.run(async |c| dedup::release(c, &key, jid.as_deref()).await)
+    }
 }
 
 pub fn define(_ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
@@ -307,6 +334,11 @@ pub fn define(_ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     e.define_method("api_set_clear", magnus::method!(Engine::api_set_clear, 1))?;
     e.define_method("api_dead_bury", magnus::method!(Engine::api_dead_bury, 1))?;
     e.define_method("api_processes", magnus::method!(Engine::api_processes, 0))?;
+    e.define_method("api_dedup_keys", magnus::method!(Engine::api_dedup_keys, 3))?;
+    e.define_method(
+        "api_dedup_release",
+        magnus::method!(Engine::api_dedup_release, 2),
+    )?;
     e.define_method(
         "api_processes_cleanup",
         magnus::method!(Engine::api_processes_cleanup, 0),

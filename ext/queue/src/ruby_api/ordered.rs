@@ -1,7 +1,8 @@
 //! Ordered jobs (Lowkiq's model, `queue_core::ordered`) for Ruby.
 //!
-//! - `Engine#ordered_push`, `#ordered_stats`, `#ordered_morgue`, `#ordered_admin`: the client and the
-//!   dashboard, on the calling thread's synchronous connection with the GVL released, as `push` is;
+//! - `Engine#ordered_push`, `#ordered_stats`, `#ordered_shards`, `#ordered_morgue`, `#ordered_admin`:
+//!   the client and the dashboard, on the calling thread's synchronous connection with the GVL
+//!   released, as `push` is;
 //! - `Engine#start_ordered` → `JobQueue::Native::OrderedShards`: a server process's shard leases (the
 //!   beat thread of `ordered::runner`), and the factory of each processor thread's
 //!   `JobQueue::Native::OrderedFetcher`, which settles a batch and fetches the next in one call.
@@ -20,6 +21,7 @@ use queue_core::ordered::morgue::{self, MorgueOrder};
 use queue_core::ordered::push::{self, NewJob};
 use queue_core::ordered::runner;
 use queue_core::ordered::settle::{Outcome, Settled};
+use queue_core::ordered::shards;
 use queue_core::ordered::{stats, OrderedQueue};
 use queue_core::Redis;
 
@@ -77,6 +79,34 @@ impl Engine {
                 queues.iter().map(|(n, q)| (n.as_str(), q)).collect();
             with_sync(redis, id, |c| stats::stats(c, &pairs)).map(|doc| doc.to_string())
         })
+    }
+
+    /// `ordered_shards(queue, shards_count)`: every shard, `[[index, length, lag, busy, owner_or_nil,
+    /// last_beat_or_nil, lease_expires_at_or_nil, alive], ...]` (times in Redis seconds).
+    fn ordered_shards(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        shards_count: u32,
+    ) -> Result<RArray, Error> {
+        let queue = queue_of(rb_self, &queue, shards_count)?;
+        let (redis, id) = (&rb_self.redis, rb_self.id);
+        let all = blocking(move || with_sync(redis, id, |c| shards::shards(c, &queue)))?;
+        let out = ruby.ary_new_capa(all.len());
+        for s in all {
+            let owner = s.owner.as_ref();
+            let row = ruby.ary_new_capa(8);
+            row.push(s.index)?;
+            row.push(s.length)?;
+            row.push(s.lag)?;
+            row.push(s.busy)?;
+            row.push(owner.map(|o| o.identity.clone()))?;
+            row.push(owner.and_then(|o| o.last_beat))?;
+            row.push(owner.and_then(|o| o.expires_at))?;
+            row.push(owner.is_some_and(|o| o.alive))?;
+            out.push(row)?;
+        }
+        Ok(out)
     }
 
     /// `ordered_morgue(queue, shards_count, order, descending, offset, limit)`, order `"id"` or
@@ -366,6 +396,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     let engine = native.const_get::<_, magnus::RClass>("Engine")?;
     engine.define_method("ordered_push", magnus::method!(Engine::ordered_push, 3))?;
     engine.define_method("ordered_stats", magnus::method!(Engine::ordered_stats, 1))?;
+    engine.define_method("ordered_shards", magnus::method!(Engine::ordered_shards, 2))?;
     engine.define_method("ordered_morgue", magnus::method!(Engine::ordered_morgue, 6))?;
     engine.define_method("ordered_admin", magnus::method!(Engine::ordered_admin, 4))?;
     engine.define_method("start_ordered", magnus::method!(Engine::start_ordered, 3))?;

@@ -3,10 +3,12 @@
 //!
 //! One file per concern: [`stats`] (totals, daily history, reset), [`queues`] (lists),
 //! [`sets`] (the `schedule`, `retry` and `dead` sorted sets), [`processes`] (process set, busy work,
-//! signals). Every call costs Redis work bounded by what it returns (a page, a scan step, a window of
-//! a filter) or by the number of queues or processes — never by the number of jobs, except the bulk
-//! actions (`retry_all`, `clear`) whose point is to touch every job, and which do so in bounded steps.
+//! signals), [`dedup`] (the idempotency keys held, a `SCAN` step at a time). Every call costs Redis
+//! work bounded by what it returns (a page, a scan step, a window of a filter) or by the number of
+//! queues or processes — never by the number of jobs, except the bulk actions (`retry_all`, `clear`)
+//! whose point is to touch every job, and which do so in bounded steps.
 
+pub mod dedup;
 pub mod processes;
 pub mod queues;
 pub mod sets;

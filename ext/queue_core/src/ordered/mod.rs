@@ -17,7 +17,8 @@
 //! - [`runner`]: the beat thread that keeps a process's leases and tells each processor thread its
 //!   shards;
 //! - [`morgue`]: listing the morgue and the dashboard's actions;
-//! - [`stats`]: Lowkiq's `/api/v1/stats` document.
+//! - [`stats`]: Lowkiq's `/api/v1/stats` document;
+//! - [`shards`]: each shard's length, lag, in-flight ids and lease owner (the dashboard's view).
 //!
 //! Payloads are bytes to the engine: JSON by default, `Marshal` bytes only when the Ruby side opts in,
 //! so nothing here ever parses one. Every state change is one Lua script call (one round trip), so a
@@ -46,6 +47,7 @@ pub mod push;
 pub mod runner;
 pub mod scripts;
 pub mod settle;
+pub mod shards;
 pub mod stats;
 
 use redis::Value;

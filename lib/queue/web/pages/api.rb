@@ -16,6 +16,7 @@ module JobQueue
             r.get("/api/v1/#{kind}", :api_set, {"kind" => kind})
             r.get("/api/v1/#{kind}/:key", :api_set_entry, {"kind" => kind})
           end
+          r.get("/api/v1/ordered", :api_ordered)
           r.get("/api/v1/ordered/:worker/morgue", :api_morgue)
           r.get("/api/v1/dedup", :api_dedup)
         end
@@ -63,12 +64,16 @@ module JobQueue
           json(page_json(paging).merge("entries" => entries))
         end
 
-        def api_dedup
-          paging = Paging.new(params)
-          keys = Data.dedup_keys(paging.offset, paging.per)
-          return json({"error" => "deduplication keys are not listed by this version"}, status: 501) if keys.nil?
+        # Each ordered queue with its numbers and its shards (length, lag, busy, owner, lease expiry).
+        def api_ordered = json({"queues" => Data.ordered_queues})
 
-          json(page_json(paging).merge("keys" => keys))
+        # One SCAN step of the idempotency keys held: `?cursor=` (0 to start), `?count=`, `?queue=`;
+        # continue from `next_cursor` until it is 0.
+        def api_dedup
+          scan = dedup_scan
+          step = scan[:step]
+          json({"cursor" => scan[:cursor], "count" => scan[:count], "queue" => scan[:queue],
+                "next_cursor" => step.cursor, "keys" => step.entries.map(&:to_h)})
         end
 
         private

@@ -4,7 +4,8 @@ module JobQueue
   class Web
     module Pages
       # `/ordered` and `/ordered/WORKER`: ordered workers' length, lag and morgue (JobQueue::Ordered),
-      # the morgue a page at a time, and requeue or delete of morgue entries.
+      # each shard with its length, lag and lease owner (JobQueue::OrderedQueue#shards), the morgue a
+      # page at a time, and requeue or delete of morgue entries.
       module Ordered
         ACTIONS = %w[requeue delete].freeze
 
@@ -15,7 +16,7 @@ module JobQueue
         end
 
         def ordered
-          render(:ordered, title: "Ordered queues", stats: Data.ordered_stats, workers: JobQueue::Ordered.workers)
+          render(:ordered, title: "Ordered queues", stats: Data.ordered_stats, queues: Data.ordered_queues)
         end
 
         def ordered_morgue
