@@ -115,7 +115,18 @@ RSpec.describe "the dashboard in Chromium", type: :feature do
     expect(page).to have_content(dead_jid)
     screenshot("queue")
     expect(queued_jids.size).to eq(1)
+    held = stub_const("BrowserReportWorker", Class.new do
+      include JobQueue::ApplicationWorker
+      idempotent!
+      deduplicate :until_executed, ttl: 3600
+
+      def perform(_account); end
+    end)
+    jid = held.perform_async(42)
+    expect(held.perform_async(42)).to be_nil # dropped: the key is held
     visit "/dedup"
+    expect(page).to have_content(jid)
+    expect(page).to have_content("browser_report")
     screenshot("dedup")
   end
 end
