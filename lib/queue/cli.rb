@@ -42,7 +42,7 @@ module JobQueue
 
     def run(argv)
       # `queue migrate FROM TO`: rename a queue (lib/queue/migrate_command.rb).
-      return MigrateCommand.new(out: @out).run(argv.drop(1)) { |options| boot(options) } if argv.first == "migrate"
+      return MigrateCommand.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) } if argv.first == "migrate"
       return feature(argv.drop(1)) if argv.first == "feature"
       # `queue ordered ACTION`: stats and morgue of ordered workers (lib/queue/ordered/command.rb).
       return Ordered::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) } if argv.first == "ordered"

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "optparse"
+require_relative "command_options"
 
 module JobQueue
   # `queue migrate [options] FROM TO`: renames a queue (see JobQueue.migrate_queue) and prints what
@@ -20,7 +20,6 @@ module JobQueue
       return 0 if options[:exit]
       raise ArgumentError, "#{USAGE} (got #{argv.size} argument(s))" if to.nil? || rest.any?
 
-      ENV["RAILS_ENV"] = ENV["RACK_ENV"] = options[:environment] if options[:environment]
       boot&.call(options)
       JobQueue.config.namespace = options[:namespace] if options.key?(:namespace)
       moved = JobQueue.migrate_queue(from, to)
@@ -34,13 +33,9 @@ module JobQueue
     def option_parser(options)
       OptionParser.new do |o|
         o.banner = "#{USAGE}\n\nMoves the queued, scheduled and retrying jobs of queue FROM (and their deduplication keys) to queue TO."
-        o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file that configures Redis") { |v| options[:require] = v }
-        o.on("-e", "--environment ENV", "application environment") { |v| options[:environment] = v }
+        CommandOptions.app(o, options)
         o.on("-n", "--namespace NS", "key prefix (overrides the app's)") { |v| options[:namespace] = v }
-        o.on_tail("-h", "--help", "show this help") do
-          @out.puts o
-          options[:exit] = true
-        end
+        CommandOptions.help(o, options, @out)
       end
     end
   end

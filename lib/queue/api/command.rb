@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "optparse"
+require_relative "../command_options"
 require_relative "../ordered/command"
 
 module JobQueue
@@ -127,18 +128,14 @@ module JobQueue
       def parser(command, options)
         OptionParser.new do |o|
           o.banner = (command == "stats") ? USAGE["stats"] : format(USAGE["set"], set: command)
-          o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file that configures Redis") { |v| options[:require] = v }
-          o.on("-e", "--environment ENV", "application environment") { |v| options[:environment] = v }
+          CommandOptions.app(o, options)
           unless command == "stats"
             o.on("--offset N", Integer, "entries to skip (list)") { |v| options[:offset] = v }
             o.on("--limit N", Integer, "entries to show (list, default 25)") { |v| options[:limit] = v }
             o.on("--filter TEXT", "only entries whose JSON contains TEXT: a class, a jid (list)") { |v| options[:filter] = v }
             o.on("--all", "every job of the set (retry, delete)") { options[:all] = true }
           end
-          o.on_tail("-h", "--help", "show this help") do
-            @out.puts o
-            options[:exit] = true
-          end
+          CommandOptions.help(o, options, @out)
         end
       end
     end

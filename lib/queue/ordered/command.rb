@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "optparse"
+require_relative "../command_options"
 
 module JobQueue
   module Ordered
@@ -86,16 +86,12 @@ module JobQueue
       def parser(options)
         OptionParser.new do |o|
           o.banner = USAGE
-          o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file that loads the workers") { |v| options[:require] = v }
-          o.on("-e", "--environment ENV", "application environment") { |v| options[:environment] = v }
+          CommandOptions.app(o, options, loads: "loads the workers")
           o.on("--sort FIELD", %w[id time updated_at], "morgue order: id (default) or time") { |v| options[:sort] = v == "time" ? :updated_at : v.to_sym }
           o.on("--desc", "morgue in descending order") { options[:desc] = true }
           o.on("--offset N", Integer, "morgue entries to skip") { |v| options[:offset] = v }
           o.on("--limit N", Integer, "morgue entries to show (default 100)") { |v| options[:limit] = v }
-          o.on_tail("-h", "--help", "show this help") do
-            @out.puts o
-            options[:exit] = true
-          end
+          CommandOptions.help(o, options, @out)
         end
       end
     end

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "optparse"
+require_relative "../command_options"
 
 module JobQueue
   class Web
@@ -38,12 +38,8 @@ module JobQueue
             options[:port] = v
           end
           o.on("-b", "--bind HOST", "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)") { |v| options[:bind] = v }
-          o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file that configures Redis and loads ordered workers") { |v| options[:require] = v }
-          o.on("-e", "--environment ENV", "application environment") { |v| options[:environment] = v }
-          o.on_tail("-h", "--help", "show this help") do
-            @out.puts o
-            options[:exit] = true
-          end
+          CommandOptions.app(o, options, loads: "configures Redis and loads ordered workers")
+          CommandOptions.help(o, options, @out)
         end.parse(argv)
         options
       end
