@@ -17,7 +17,8 @@ Gem::Specification.new do |spec|
 
   spec.files = Dir[
     "Cargo.toml", "Cargo.lock", "README.md", "CHANGELOG.md", "LICENSE",
-    "lib/**/*.rb", "lib/queue/web/views/*.erb", "lib/queue/web/assets/*.css", "exe/*",
+    "lib/**/*.rb", "lib/generators/queue/*/templates/*.tt", "lib/queue/web/views/*.erb",
+    "lib/queue/web/assets/*.css", "exe/*",
     "ext/queue/extconf.rb", "ext/queue/Cargo.toml", "ext/queue/src/**/*.rs",
     "ext/queue_core/Cargo.toml", "ext/queue_core/src/**/*.{rs,lua}"
   ]
