@@ -2,7 +2,7 @@
 # frozen_string_literal: true
 
 # How fast the dashboard's pages answer with big sets: 1,000,000 jobs in one queue and 100,000 in the
-# retry set (QUEUED / RETRYING to change), on a redis-server of the benchmark's own, filled in Redis
+# retry set, with 100,000 idempotency keys held (QUEUED / RETRYING / HELD to change), on a redis-server of the benchmark's own, filled in Redis
 # by a Lua loop. The dashboard runs on Puma in this process and each page is fetched N times over one
 # keep-alive HTTP connection, as a browser would; the report gives each page's p50 and p99.
 #
@@ -26,6 +26,7 @@ module Bench
   module Web
     QUEUED = Integer(ENV.fetch("QUEUED", "1000000"))
     RETRYING = Integer(ENV.fetch("RETRYING", "100000"))
+    HELD = Integer(ENV.fetch("HELD", "100000")) # idempotency keys held
     REQUESTS = Integer(ENV.fetch("N", "100"))
     WARMUP = 5
     GOAL_MS = 50.0
@@ -50,7 +51,7 @@ module Bench
     # Jobs as Sidekiq's client writes them; one in a thousand of class "Rare" (what a search finds).
     def fill(client)
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      client.eval(<<~LUA, keys: ["queue:big", "retry", "queues"], argv: [QUEUED, RETRYING, Time.now.to_f])
+      client.eval(<<~LUA, keys: ["queue:big", "retry", "queues"], argv: [QUEUED, RETRYING, Time.now.to_f, HELD])
         local now = tonumber(ARGV[3])
         local function job(i, class, extra)
           return '{"class":"' .. class .. '","args":[' .. i .. ',"some text"],"jid":"' .. string.format('%024x', i) ..
@@ -71,6 +72,9 @@ module Bench
         end
         if #batch > 0 then redis.call('ZADD', KEYS[2], unpack(batch)) end
         redis.call('SADD', KEYS[3], 'big')
+        for i = 1, tonumber(ARGV[4]) do
+          redis.call('SET', 'duplicate:big:' .. string.format('%064x', i), string.format('%024x', i), 'EX', 3600)
+        end
         return 1
       LUA
       warn format("filled %s queued and %s retrying jobs in %.1f s", Report.num(QUEUED), Report.num(RETRYING),
@@ -104,6 +108,9 @@ module Bench
         "dead" => "/dead",
         "busy" => "/busy",
         "ordered" => "/ordered",
+        "dedup, first step" => "/dedup",
+        "dedup, 1,000 keys a step" => "/dedup?count=1000",
+        "api: dedup" => "/api/v1/dedup",
         "api: /api/v1/stats" => "/api/v1/stats",
         "api: dashboard" => "/api/v1/dashboard",
         "api: retries page" => "/api/v1/retries?page=#{middle_retry}"
@@ -132,12 +139,12 @@ module Bench
         p99 = Report.percentile(ms, 99)
         [label, Report.num(Report.median(ms), 1), Report.num(p99, 1), p99 <= GOAL_MS ? "ok" : "SLOW"]
       end
-      puts "Dashboard pages: #{Report.num(QUEUED)} jobs in a queue, #{Report.num(RETRYING)} in retry; #{REQUESTS} requests each over HTTP (Puma)"
+      puts "Dashboard pages: #{Report.num(QUEUED)} jobs in a queue, #{Report.num(RETRYING)} in retry, #{Report.num(HELD)} idempotency keys held; #{REQUESTS} requests each over HTTP (Puma)"
       puts Report.table(["page", "p50 ms", "p99 ms", ""], rows)
       worst = timings.map { |_, ms| Report.percentile(ms, 99) }.max
       puts Report.target("every page's p99 <= #{GOAL_MS.round} ms", worst <= GOAL_MS, "worst #{Report.num(worst, 1)} ms")
       puts Report.load_line(load_before, load_after)
-      path = Report.write_json("web", {"queued" => QUEUED, "retrying" => RETRYING, "requests" => REQUESTS,
+      path = Report.write_json("web", {"queued" => QUEUED, "retrying" => RETRYING, "held" => HELD, "requests" => REQUESTS,
         "pages" => timings.to_h { |label, ms| [label, {"p50_ms" => Report.median(ms), "p99_ms" => Report.percentile(ms, 99)}] },
         "machine" => {"cores" => Cpu.cores, "ruby" => RUBY_DESCRIPTION, "redis_server" => redis_version, "queue" => JobQueue::VERSION}})
       puts "results: #{path}"
