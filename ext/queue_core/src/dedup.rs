@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::fetch::Unit;
 use crate::job::Job;
 use crate::keys::Keys;
+use crate::metrics;
 use crate::scripts;
 
 /// GitLab's default lifetime of an idempotency key.
@@ -136,10 +137,16 @@ pub fn push_invocation(
         .key(keys.queue(queue))
         .key(keys.schedule())
         .key(keys.features())
+        .key(keys.metrics())
         .arg(queue)
         .arg(flag_field)
         .arg(if drop { "1" } else { "0" })
-        .arg(if opts.reschedule { "1" } else { "0" });
+        .arg(if opts.reschedule { "1" } else { "0" })
+        .arg(metrics::field::name(
+            metrics::field::Kind::Dropped,
+            queue,
+            &opts.class,
+        ));
     for job in jobs {
         let key = keys.duplicate(queue, &digest(&opts.class, &job.args));
         if job.jid.is_empty() {

@@ -239,7 +239,7 @@ fn fast_context(raw: &[u8]) -> Option<Context> {
 }
 
 /// Where the string whose contents start at `from` ends (its closing quote).
-fn string_end(raw: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn string_end(raw: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
     while i < raw.len() {
         match raw[i] {

@@ -144,6 +144,12 @@ impl Keys {
         self.key("jq:features")
     }
 
+    /// HASH of the cluster-wide Prometheus counters (`metrics::field`): each server process adds its
+    /// per-class-and-queue counts here every liveness beat, and the dedup push script its drops.
+    pub fn metrics(&self) -> String {
+        self.key("jq:metrics")
+    }
+
     /// STRING holding the identity of the process that currently runs the scheduler.
     pub fn scheduler_lock(&self) -> String {
         self.key("jq:scheduler:leader")

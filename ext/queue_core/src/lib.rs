@@ -10,7 +10,8 @@
 //! [`retry`] decides what a failure becomes and [`settle`] files it; [`liveness`] finds dead processes
 //! and puts their work back; [`scheduler`] moves due jobs; [`heartbeat`] publishes the process;
 //! [`server`] runs all of it for one process, and [`supervisor`] reports it to systemd over [`notify`];
-//! [`api`] reads and administers (the inspection API); [`migrate`] renames a queue.
+//! [`api`] reads and administers (the inspection API); [`metrics`] counts and exposes Prometheus
+//! metrics; [`migrate`] renames a queue.
 
 pub mod api;
 pub mod blocking;
@@ -26,6 +27,7 @@ pub mod job;
 pub mod job_lines;
 pub mod keys;
 pub mod liveness;
+pub mod metrics;
 pub mod migrate;
 pub mod notify;
 pub mod ordered;

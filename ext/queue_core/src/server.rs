@@ -2,7 +2,7 @@
 //!
 //! [`Server::start`] registers the process, beats once (recovering any dead process's jobs before it
 //! takes new ones), then runs on a small shared runtime: the heartbeat (Sidekiq's, every 5 s), the
-//! liveness beat and recovery (every 3 s), the scheduler (leading: awake when the next job is due and
+//! liveness beat, recovery and metrics flush (every 3 s), the scheduler (leading: awake when the next job is due and
 //! at least every 25 ms; standing by: every 2 s), and one idle waiter per queue. Processor threads get
 //! their work through [`Server::fetcher`], on their own connections.
 //!
@@ -25,7 +25,7 @@ use crate::connection::{Conn, Redis};
 use crate::error::{Error, Result};
 use crate::fetch::{calls, idle, FetchShared, Fetcher, QueueOrder};
 use crate::supervisor::Supervisor;
-use crate::{heartbeat, liveness, scheduler};
+use crate::{heartbeat, liveness, metrics, scheduler};
 
 /// What a server process is.
 #[derive(Debug, Clone)]
@@ -194,6 +194,10 @@ impl Server {
             let mut conn = shared.redis.conn();
             end_tasks(&mut conn, &shared, tasks).await;
             let mut failed = Vec::new();
+            // The processors have finished: whatever they counted since the last beat goes now.
+            if let Err(e) = metrics::flush::flush(&mut conn, &shared.metrics).await {
+                failed.push(("flush the metrics counts", e));
+            }
             let mut moved = 0;
             match calls::requeue(&mut conn, &shared.take_handoff()).await {
                 Ok(n) => moved += n,
@@ -262,6 +266,9 @@ async fn beat_loop(
             _ = live.tick() => {
                 if let Err(e) = liveness::beat_and_recover(&mut conn, &shared).await {
                     tracing::warn!(error = %e, "liveness beat failed");
+                }
+                if let Err(e) = metrics::flush::flush(&mut conn, &shared.metrics).await {
+                    tracing::warn!(error = %e, "metrics flush failed; kept for the next beat");
                 }
             }
             _ = sidekiq.tick() => {

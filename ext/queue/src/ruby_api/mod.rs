@@ -5,6 +5,7 @@ pub mod engine;
 pub mod fetcher;
 pub mod inspect;
 pub mod log;
+pub mod metrics;
 pub mod ordered;
 pub mod push_template;
 pub mod server;

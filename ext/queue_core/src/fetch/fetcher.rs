@@ -22,6 +22,7 @@ use crate::dedup::{self, Release};
 use crate::error::{Error, Result};
 use crate::job_lines::JobLines;
 use crate::liveness;
+use crate::metrics::Tally;
 use crate::retry::{Failure, Fate};
 use crate::settle::Settlement;
 
@@ -84,6 +85,8 @@ pub struct Fetcher {
     unsure: Option<Unsure>,
     /// Sidekiq's per-job log lines (`job_lines.rs`), when they are on.
     lines: JobLines,
+    /// This thread's Prometheus counts (`metrics`), flushed by the liveness beat.
+    tally: Arc<Mutex<Tally>>,
     tid: String,
     closed: bool,
 }
@@ -113,6 +116,7 @@ impl Fetcher {
             ..Slot::default()
         }));
         shared.register(slot.clone());
+        let tally = shared.metrics.tally();
         Ok(Fetcher {
             pace: Pace::new(shared.order.len(), shared.max_batch),
             shared,
@@ -130,6 +134,7 @@ impl Fetcher {
             stranded: Vec::new(),
             unsure: None,
             lines: JobLines::new(tid),
+            tally,
             tid: tid.to_owned(),
             closed: false,
         })
@@ -218,6 +223,7 @@ impl Fetcher {
             let elapsed = started.elapsed();
             self.pace.record(unit.index, elapsed);
             self.lines.done(&unit.raw, elapsed);
+            lock(&self.tally).record(unit.index, &unit.raw, elapsed, true);
         }
         self.uncounted += 1;
         let mut packet = match self.release.take() {
@@ -358,6 +364,7 @@ impl Fetcher {
             let elapsed = started.elapsed();
             self.pace.record(unit.index, elapsed);
             self.lines.fail(&unit.raw, elapsed);
+            lock(&self.tally).record(unit.index, &unit.raw, elapsed, false);
         }
         Ok(unit)
     }

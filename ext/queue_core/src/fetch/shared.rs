@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::connection::Redis;
+use crate::metrics::Metrics;
 
 use super::{QueueOrder, Unit};
 
@@ -28,6 +29,8 @@ pub struct FetchShared {
     pub order: QueueOrder,
     pub concurrency: usize,
     pub max_batch: usize,
+    /// What the fetchers counted for Prometheus, flushed with the liveness beat.
+    pub metrics: Metrics,
     quiet: AtomicBool,
     handoff: Mutex<VecDeque<Unit>>,
     work_ready: Condvar,
@@ -64,8 +67,10 @@ impl FetchShared {
         concurrency: usize,
         max_batch: usize,
     ) -> Arc<FetchShared> {
+        let metrics = Metrics::new(order.names().map(str::to_owned).collect());
         Arc::new(FetchShared {
             redis,
+            metrics,
             identity: identity.to_owned(),
             order,
             concurrency: concurrency.max(1),

@@ -5,9 +5,10 @@
 -- "duplicate-of". The job JSON is never decoded here: the mark is spliced before its closing brace.
 --
 -- KEYS[1] queues   KEYS[2] the queue   KEYS[3] schedule   KEYS[4] feature flags (HASH)
--- KEYS[3 + 2j], KEYS[4 + 2j]  job j's idempotency key and its side hash
+-- KEYS[5] metrics counters (HASH)
+-- KEYS[4 + 2j], KEYS[5 + 2j]  job j's idempotency key and its side hash
 -- ARGV[1] queue name   ARGV[2] flag field to read ('' = do not read)   ARGV[3] '1' = drop duplicates
--- ARGV[4] '1' = record drops (for reschedule_once)
+-- ARGV[4] '1' = record drops (for reschedule_once)   ARGV[5] the drops' field in KEYS[5]
 -- then per job: jid, ttl (seconds), run-at ('' = now), job JSON, n, then n (name, position) pairs
 -- Returns one string per job: '' pushed, 'm<jid>' pushed marked duplicate of jid, 'd<jid>' dropped.
 -- Whether duplicates are dropped, read (the flag included) only once a duplicate is found: a push
@@ -26,10 +27,11 @@ local function dropping()
   return drop
 end
 local out = {}
-local a = 5
+local a = 6
 local pushed = false
-for j = 1, (#KEYS - 4) / 2 do
-  local key, meta = KEYS[3 + 2 * j], KEYS[4 + 2 * j]
+local dropped = 0
+for j = 1, (#KEYS - 5) / 2 do
+  local key, meta = KEYS[4 + 2 * j], KEYS[5 + 2 * j]
   local jid, ttl, at, job, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
   local status = ''
   if not redis.call('SET', key, jid, 'NX', 'EX', ttl) then
@@ -54,6 +56,7 @@ for j = 1, (#KEYS - 4) / 2 do
         end
       end
       status = 'd' .. holder
+      dropped = dropped + 1
     else
       if string.match(holder, '^[%w_%-]+$') then
         job = string.sub(job, 1, -2) .. ',"duplicate-of":"' .. holder .. '"}'
@@ -74,5 +77,8 @@ for j = 1, (#KEYS - 4) / 2 do
 end
 if pushed then
   redis.call('SADD', KEYS[1], ARGV[1])
+end
+if dropped > 0 then
+  redis.call('HINCRBY', KEYS[5], ARGV[5], dropped)
 end
 return out

@@ -1,0 +1,67 @@
+//! Adds a process's counts to the cluster-wide hash: one `MULTI` of `HINCRBY` (and `HINCRBYFLOAT`
+//! for the duration sums), O(classes × queues × buckets) fields, whatever the number of jobs.
+//!
+//! Called with every liveness beat (3 s) and once more when the server stops, after its processors
+//! finished. A flush that fails keeps its counts for the next one; one whose reply was lost after
+//! Redis ran it counts them twice (rare: the connection must break between the two). A `kill -9`
+//! loses what was counted since the last beat.
+
+use crate::connection::Conn;
+use crate::error::Result;
+use crate::keys::Keys;
+
+use super::field::{self, Kind};
+use super::tally::{Metrics, Tally, BUCKETS};
+
+/// The writes for `tally` (queue names by index in `queues`), or `None` when there is nothing.
+pub fn pipeline(keys: &Keys, queues: &[String], tally: &Tally) -> Option<redis::Pipeline> {
+    if tally.is_empty() {
+        return None;
+    }
+    let hash = keys.metrics();
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    for (index, class, s) in tally.series() {
+        let Some(queue) = queues.get(index) else {
+            continue;
+        };
+        let mut incr = |kind: Kind, by: u64| {
+            if by > 0 {
+                pipe.cmd("HINCRBY")
+                    .arg(&hash)
+                    .arg(field::name(kind, queue, class))
+                    .arg(by)
+                    .ignore();
+            }
+        };
+        incr(Kind::Processed, s.processed);
+        incr(Kind::Failed, s.failed);
+        for (i, &n) in s.buckets.iter().enumerate() {
+            incr(
+                Kind::Bucket(BUCKETS.get(i).copied().unwrap_or(f64::INFINITY)),
+                n,
+            );
+        }
+        pipe.cmd("HINCRBYFLOAT")
+            .arg(&hash)
+            .arg(field::name(Kind::Sum, queue, class))
+            .arg(s.sum)
+            .ignore();
+    }
+    Some(pipe)
+}
+
+/// Flushes what `metrics` counted since the last flush. Returns whether anything was written.
+pub async fn flush(conn: &mut Conn, metrics: &Metrics) -> Result<bool> {
+    let tally = metrics.take();
+    let Some(pipe) = pipeline(conn.keys(), metrics.queues(), &tally) else {
+        return Ok(false);
+    };
+    match conn.pipe::<()>(&pipe).await {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            metrics.put_back(&tally);
+            Err(e)
+        }
+    }
+}
