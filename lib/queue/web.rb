@@ -8,6 +8,7 @@ require_relative "../queue" unless defined?(JobQueue::Worker)
 require_relative "web/template"
 require_relative "web/router"
 require_relative "web/page"
+require_relative "metrics"
 
 module JobQueue
   # The dashboard: a Rack app of server-rendered pages and a JSON API over what the engine stores.
@@ -16,6 +17,8 @@ module JobQueue
   #   mount JobQueue::Web => "/queue"
   #
   #   # or alone: `queue web --port 7433`
+  #
+  # `/metrics` under it answers Prometheus (JobQueue::Metrics).
   #
   # It uses the host's session when there is one (Rails); otherwise it keeps its own signed cookie,
   # signed with `JobQueue::Web.session_secret`. Every POST must carry the session's CSRF token.
@@ -50,6 +53,9 @@ module JobQueue
     end
 
     def call(env)
+      # Prometheus scrapes with no session or token: /metrics is JobQueue::Metrics, read-only.
+      return Metrics.call(env) if env["PATH_INFO"] == "/metrics"
+
       env["rack.session"] ? dispatch(env) : @with_session.call(env)
     end
 

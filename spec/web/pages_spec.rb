@@ -270,6 +270,17 @@ RSpec.describe "JobQueue::Web pages and actions" do
     expect(last_response.body).to include("Reload the page")
   end
 
+  it "serves Prometheus metrics at /metrics, with no session or token (JobQueue::Metrics)" do
+    fail_jobs(dead: 1)
+    get "/metrics", {}, "SCRIPT_NAME" => "/admin/queue"
+    expect(last_response.status).to eq(200)
+    expect(last_response.content_type).to start_with("application/openmetrics-text")
+    expect(last_response.headers["set-cookie"]).to be_nil
+    expect(last_response.body).to include('queue_jobs_failed_total{class="ApiFailingWorker",queue="default"} 1', "queue_dead_size 1")
+    post "/metrics"
+    expect(last_response.status).to eq(405)
+  end
+
   it "escapes every value from a job: class, arguments, error" do
     EchoWorker.set(queue: "<q>").perform_async("</code><script>alert(1)</script>")
     html = page("/queues/%3Cq%3E")
