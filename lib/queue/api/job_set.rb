@@ -63,17 +63,10 @@ module JobQueue
     # contains it, such as a class name or a jid) searching at most `window` entries from `offset`.
     # Returns a Page.
     def page(offset = 0, count = 25, filter: nil, window: WINDOW)
-      API.count!("offset", offset)
-      API.count!("count", count)
-      total = size
-      if filter.nil? || filter.to_s.empty?
-        entries = API.engine.api_set_page(name, offset, count).map { |json, score| SortedEntry.new(self, score, json) }
-        following = offset + entries.size
-        return Page.new(entries, total, following < total && entries.size == count ? following : nil)
-      end
-
-      following, found = API.engine.api_set_filter(name, filter.to_s, offset, window, count)
-      Page.new(found.map { |json, score| SortedEntry.new(self, score, json) }, total, following)
+      Page.build(offset, count, size, filter: filter, window: window,
+        read: ->(from, n) { API.engine.api_set_page(name, from, n) },
+        search: ->(text, from, span, n) { API.engine.api_set_filter(name, text, from, span, n) },
+        wrap: ->((json, score)) { SortedEntry.new(self, score, json) })
     end
 
     # Entries at `score` (a Float or a Range of them), only job `jid`'s when given.

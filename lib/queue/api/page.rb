@@ -16,5 +16,21 @@ module JobQueue
     def size = entries.size
 
     def last_page? = next_offset.nil?
+
+    # A page of a queue or set of `total` entries: with no `filter`, `read.call(offset, count)`'s rows;
+    # else `search.call(filter, offset, window, count)`, which returns where it stopped and its rows.
+    # `wrap` makes each row an entry.
+    def self.build(offset, count, total, filter:, window:, read:, search:, wrap:)
+      API.count!("offset", offset)
+      API.count!("count", count)
+      if filter.nil? || filter.to_s.empty?
+        entries = read.call(offset, count).map(&wrap)
+        following = offset + entries.size
+        return new(entries, total, following < total && entries.size == count ? following : nil)
+      end
+
+      following, found = search.call(filter.to_s, offset, window, count)
+      new(found.map(&wrap), total, following)
+    end
   end
 end

@@ -62,17 +62,10 @@ module JobQueue
     # A page of jobs, newest first: `page(0, 25)`, or with `filter: "text"` (jobs whose JSON contains
     # it, such as a class name or a jid) searching at most `window` jobs from `offset`. Returns a Page.
     def page(offset = 0, count = 25, filter: nil, window: WINDOW)
-      API.count!("offset", offset)
-      API.count!("count", count)
-      total = size
-      if filter.nil? || filter.to_s.empty?
-        entries = API.engine.api_queue_page(name, offset, count).map { |json| JobRecord.new(json, name) }
-        following = offset + entries.size
-        return Page.new(entries, total, following < total && entries.size == count ? following : nil)
-      end
-
-      following, found = API.engine.api_queue_filter(name, filter.to_s, offset, window, count)
-      Page.new(found.map { |json, _index| JobRecord.new(json, name) }, total, following)
+      Page.build(offset, count, size, filter: filter, window: window,
+        read: ->(from, n) { API.engine.api_queue_page(name, from, n) },
+        search: ->(text, from, span, n) { API.engine.api_queue_filter(name, text, from, span, n) },
+        wrap: ->(row) { JobRecord.new(row.is_a?(Array) ? row.first : row, name) })
     end
 
     # Drops every job of the queue and forgets its name.

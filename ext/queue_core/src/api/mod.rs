@@ -25,6 +25,36 @@ pub struct Filtered {
     pub next: Option<i64>,
 }
 
+/// The window of a list (`kind` "list") or sorted set ("zset") at `key` that `filter.lua` searches:
+/// at most `window` entries from `start`, at most `limit` matches of `needle`.
+pub(crate) struct FilterCall<'a> {
+    pub key: String,
+    pub kind: &'static str,
+    pub needle: &'a str,
+    pub start: usize,
+    pub window: usize,
+    pub limit: usize,
+}
+
+impl FilterCall<'_> {
+    /// One script call.
+    pub(crate) async fn run(
+        self,
+        conn: &mut crate::connection::Conn,
+    ) -> crate::error::Result<Filtered> {
+        queues::check_window(self.window)?;
+        let mut inv = crate::scripts::FILTER.prepare_invoke();
+        inv.key(self.key)
+            .arg(self.kind)
+            .arg(self.start)
+            .arg(self.window)
+            .arg(self.needle)
+            .arg(self.limit.max(1));
+        let reply: Vec<redis::Value> = conn.script(&inv).await?;
+        Ok(filtered_from(reply))
+    }
+}
+
 /// Parses the reply of `filter.lua`: `[next_start, member, score, member, score, …]`.
 fn filtered_from(reply: Vec<redis::Value>) -> Filtered {
     let mut items = reply.into_iter();

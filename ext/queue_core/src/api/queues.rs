@@ -2,11 +2,10 @@
 //! bounded search, deleting one job, clearing. Index 0 is the newest job (clients `LPUSH`), as in
 //! Sidekiq's `Queue#each`.
 
-use super::{filtered_from, Filtered};
+use super::{FilterCall, Filtered};
 use crate::clock::now_f64;
 use crate::connection::Conn;
 use crate::error::{Error, Result};
-use crate::scripts;
 
 /// Most entries one filter call reads.
 pub const MAX_WINDOW: usize = 10_000;
@@ -59,17 +58,16 @@ pub async fn filter(
     window: usize,
     limit: usize,
 ) -> Result<Filtered> {
-    check_window(window)?;
     let key = conn.keys().queue(queue);
-    let mut inv = scripts::FILTER.prepare_invoke();
-    inv.key(key)
-        .arg("list")
-        .arg(start)
-        .arg(window)
-        .arg(needle)
-        .arg(limit.max(1));
-    let reply: Vec<redis::Value> = conn.script(&inv).await?;
-    Ok(filtered_from(reply))
+    let call = FilterCall {
+        key,
+        kind: "list",
+        needle,
+        start,
+        window,
+        limit,
+    };
+    call.run(conn).await
 }
 
 /// Removes one copy of exactly this job (`LREM 1`). Whether it was there.

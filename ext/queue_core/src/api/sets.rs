@@ -8,8 +8,8 @@
 
 use serde_json::Value;
 
-use super::queues::{check_page, check_window};
-use super::{as_float, filtered_from, Filtered};
+use super::queues::check_page;
+use super::{as_float, FilterCall, Filtered};
 use crate::clock::{float_string, now_f64};
 use crate::connection::Conn;
 use crate::error::{Error, Result};
@@ -134,17 +134,16 @@ pub async fn filter(
     window: usize,
     limit: usize,
 ) -> Result<Filtered> {
-    check_window(window)?;
     let key = set.key(conn.keys());
-    let mut inv = scripts::FILTER.prepare_invoke();
-    inv.key(key)
-        .arg("zset")
-        .arg(start)
-        .arg(window)
-        .arg(needle)
-        .arg(limit.max(1));
-    let reply: Vec<redis::Value> = conn.script(&inv).await?;
-    Ok(filtered_from(reply))
+    let call = FilterCall {
+        key,
+        kind: "zset",
+        needle,
+        start,
+        window,
+        limit,
+    };
+    call.run(conn).await
 }
 
 /// Entries scored exactly `score`, those of job `jid` only when given (`ZRANGEBYSCORE`).
