@@ -118,6 +118,10 @@ RSpec.describe "JobQueue::Web pages and actions" do
       expect(html).to include(*jids, "1–3 of 3")
       key = key_of("schedule", jids[0])
       expect(page("/scheduled/#{key}")).to include(jids[0], "later 0")
+      get "/api/v1/scheduled"
+      expect(JSON.parse(last_response.body)["entries"].map { |e| e.dig("job", "jid") }).to match_array(jids)
+      get "/api/v1/scheduled/#{key}"
+      expect(JSON.parse(last_response.body)).to include("key" => key, "job" => a_hash_including("jid" => jids[0]))
       expect(submit("/scheduled/#{key}/retry")).to eq("Queued 1 job.")
       expect(queued_jids).to eq([jids[0]])
       expect(submit("/scheduled/#{key_of("schedule", jids[1])}/kill")).to eq("Killed 1 job.")
