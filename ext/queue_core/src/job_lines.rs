@@ -19,38 +19,33 @@ use std::io::Write;
 use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Arc, Condvar, LazyLock, Mutex, Once, PoisonError};
+use std::sync::{Condvar, LazyLock, Mutex, Once, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use std::borrow::Cow;
 
 use serde_json::Value;
 
 /// How often waiting lines are written out.
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
-/// Waiting entries that make the writer go at once.
-const WAKE_AT: usize = 4096;
+/// Bytes of waiting records that make the writer go at once.
+const WAKE_AT: usize = 1 << 20;
+/// A job event's message, by its index in the record.
+const MESSAGES: [&str; 3] = ["start", "done", "fail"];
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static FD: AtomicI32 = AtomicI32::new(1);
 static SINK: LazyLock<Sink> = LazyLock::new(Sink::default);
 static FLUSHER: Once = Once::new();
 
-/// One entry of the sink: a line the Ruby logger formatted, or a job event the writer formats.
-enum Entry {
-    Line(Vec<u8>),
-    Job(JobEvent),
-}
-
-struct JobEvent {
-    at: SystemTime,
-    prefix: Arc<str>,
-    raw: Vec<u8>,
-    elapsed: Option<Duration>,
-    message: &'static str,
-}
-
+/// The waiting records, appended to one buffer (no allocation per line): a line the Ruby logger
+/// formatted (`L`, its length, its bytes) or a job event the writer formats (`J`, the time and the
+/// elapsed time in nanoseconds, the message's index, the thread's prefix and the job's bytes, each
+/// with its length). The writer swaps the buffer for its spare one, so neither side allocates once
+/// both have grown to the usual size.
 #[derive(Default)]
 struct Sink {
-    entries: Mutex<Vec<Entry>>,
+    records: Mutex<Vec<u8>>,
     wake: Condvar,
 }
 
@@ -67,10 +62,13 @@ pub fn enabled() -> bool {
 
 /// Adds whole lines, formatted, to the sink; they are written out within 100 ms.
 pub fn sink(bytes: &[u8]) {
-    push(Entry::Line(bytes.to_vec()));
+    append(|records| {
+        records.push(b'L');
+        put_bytes(records, bytes);
+    });
 }
 
-fn push(entry: Entry) {
+fn append(record: impl FnOnce(&mut Vec<u8>)) {
     FLUSHER.call_once(|| {
         let spawned = std::thread::Builder::new()
             .name("queue-log-writer".to_owned())
@@ -79,60 +77,104 @@ fn push(entry: Entry) {
             tracing::warn!(error = %e, "no log writer thread; lines wait for a flush");
         }
     });
-    let mut entries = SINK.entries.lock().unwrap_or_else(PoisonError::into_inner);
-    entries.push(entry);
-    if entries.len() >= WAKE_AT {
+    let mut records = SINK.records.lock().unwrap_or_else(PoisonError::into_inner);
+    record(&mut records);
+    if records.len() >= WAKE_AT {
         SINK.wake.notify_one();
     }
 }
 
+fn put_bytes(records: &mut Vec<u8>, bytes: &[u8]) {
+    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+    records.extend_from_slice(&len.to_le_bytes());
+    records.extend_from_slice(&bytes[..len as usize]);
+}
+
 /// Writes out whatever waits in the sink, now.
 pub fn flush() {
-    let waiting = std::mem::take(&mut *SINK.entries.lock().unwrap_or_else(PoisonError::into_inner));
-    write_out(waiting);
+    let waiting = std::mem::take(&mut *SINK.records.lock().unwrap_or_else(PoisonError::into_inner));
+    write_out(&waiting);
 }
 
 fn writer() {
+    let mut spare = Vec::new();
     loop {
-        let waiting = {
-            let entries = SINK.entries.lock().unwrap_or_else(PoisonError::into_inner);
-            let (mut entries, _) = SINK
+        {
+            let records = SINK.records.lock().unwrap_or_else(PoisonError::into_inner);
+            let (mut records, _) = SINK
                 .wake
-                .wait_timeout(entries, FLUSH_EVERY)
+                .wait_timeout(records, FLUSH_EVERY)
                 .unwrap_or_else(PoisonError::into_inner);
-            std::mem::take(&mut *entries)
-        };
-        write_out(waiting);
+            std::mem::swap(&mut *records, &mut spare);
+        }
+        write_out(&spare);
+        spare.clear();
     }
 }
 
-fn write_out(entries: Vec<Entry>) {
-    if entries.is_empty() {
+/// Reads the sink's records back, in order.
+struct Records<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Records<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = self.bytes.split_at_checked(n)?;
+        self.bytes = rest;
+        Some(head)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)?.try_into().ok().map(u64::from_le_bytes)
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let len = u32::from_le_bytes(self.take(4)?.try_into().ok()?);
+        self.take(len as usize)
+    }
+}
+
+fn write_out(records: &[u8]) {
+    if records.is_empty() {
         return;
     }
-    let mut bytes = Vec::with_capacity(entries.len() * 120);
-    let mut clock = Timestamps::default();
-    for entry in entries {
-        match entry {
-            Entry::Line(line) => bytes.extend_from_slice(&line),
-            Entry::Job(event) => {
-                clock.write(event.at, &mut bytes);
-                let ctx = Context::of(&event.raw);
-                format_line(
-                    &mut bytes,
-                    &event.prefix,
-                    &ctx,
-                    event.elapsed,
-                    event.message,
-                );
-            }
-        }
-    }
+    let bytes = format_records(records);
     // SAFETY: the descriptor belongs to the Ruby process (its logger's IO); it is borrowed for this
     // write and never closed here.
     let mut out = ManuallyDrop::new(unsafe { File::from_raw_fd(FD.load(Ordering::Relaxed)) });
     // A log that cannot be written (closed pipe, full disk) must not stop the jobs.
     let _ = out.write_all(&bytes);
+}
+
+/// The lines the records stand for, in order.
+fn format_records(records: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(records.len() + records.len() / 4);
+    let mut clock = Timestamps::default();
+    let mut reader = Records { bytes: records };
+    while let Some(tag) = reader.take(1) {
+        let written = match tag[0] {
+            b'L' => reader.bytes().map(|line| bytes.extend_from_slice(line)),
+            b'J' => write_job(&mut reader, &mut clock, &mut bytes),
+            _ => None,
+        };
+        if written.is_none() {
+            break; // cannot happen: only this file writes records
+        }
+    }
+    bytes
+}
+
+fn write_job(reader: &mut Records<'_>, clock: &mut Timestamps, out: &mut Vec<u8>) -> Option<()> {
+    let at = UNIX_EPOCH + Duration::from_nanos(reader.u64()?);
+    let elapsed = Some(reader.u64()?)
+        .filter(|n| *n != u64::MAX)
+        .map(Duration::from_nanos);
+    let message = MESSAGES.get(usize::from(reader.take(1)?[0]))?;
+    let prefix = std::str::from_utf8(reader.bytes()?).ok()?;
+    let raw = reader.bytes()?;
+    clock.write(at, out);
+    format_line(out, prefix, &Context::of(raw), elapsed, message);
+    Some(())
 }
 
 /// Formats times as Sidekiq writes them, `2026-11-23T11:45:00.123Z`, the date and time once per
@@ -181,22 +223,22 @@ impl Timestamps {
 
 /// What a job's lines say about it, read from its JSON.
 #[derive(Debug, Default, PartialEq)]
-struct Context {
-    class: String,
-    jid: String,
+struct Context<'a> {
+    class: Cow<'a, str>,
+    jid: Cow<'a, str>,
     bid: Option<String>,
     tags: Option<String>,
 }
 
-impl Context {
-    fn of(raw: &[u8]) -> Context {
+impl Context<'_> {
+    fn of(raw: &[u8]) -> Context<'_> {
         fast_context(raw).unwrap_or_else(|| parsed_context(raw))
     }
 }
 
 /// The common job (`class` and `jid` plain strings, none of the optional fields): read in one pass
 /// over the top-level keys, without building the job. `None` sends the job to a full parse.
-fn fast_context(raw: &[u8]) -> Option<Context> {
+fn fast_context(raw: &[u8]) -> Option<Context<'_>> {
     let (mut class, mut jid) = (None, None);
     let (mut depth, mut i, mut expect_key) = (0usize, 0usize, false);
     while i < raw.len() {
@@ -231,8 +273,8 @@ fn fast_context(raw: &[u8]) -> Option<Context> {
         i += 1;
     }
     Some(Context {
-        class: class?,
-        jid: jid?,
+        class: Cow::Borrowed(class?),
+        jid: Cow::Borrowed(jid?),
         bid: None,
         tags: None,
     })
@@ -252,7 +294,7 @@ pub(crate) fn string_end(raw: &[u8], from: usize) -> Option<usize> {
 }
 
 /// The value after a key's closing quote (at `from`: `:"…"`), if it is a string without escapes.
-fn plain_value(raw: &[u8], from: usize) -> Option<String> {
+fn plain_value(raw: &[u8], from: usize) -> Option<&str> {
     let rest = raw.get(from..)?;
     let colon = rest.iter().position(|&b| !b.is_ascii_whitespace())?;
     if rest[colon] != b':' {
@@ -271,10 +313,10 @@ fn plain_value(raw: &[u8], from: usize) -> Option<String> {
     if value.contains(&b'\\') {
         return None;
     }
-    String::from_utf8(value.to_vec()).ok()
+    std::str::from_utf8(value).ok()
 }
 
-fn parsed_context(raw: &[u8]) -> Context {
+fn parsed_context(raw: &[u8]) -> Context<'static> {
     let Ok(Value::Object(job)) = serde_json::from_slice::<Value>(raw) else {
         return Context::default();
     };
@@ -291,8 +333,8 @@ fn parsed_context(raw: &[u8]) -> Context {
         other => text(other),
     });
     Context {
-        class,
-        jid: job.get("jid").map(text).unwrap_or_default(),
+        class: class.into(),
+        jid: job.get("jid").map(text).unwrap_or_default().into(),
         bid: job.get("bid").map(text),
         tags,
     }
@@ -301,43 +343,54 @@ fn parsed_context(raw: &[u8]) -> Context {
 /// One thread's job lines: its pid and tid, written once.
 #[derive(Debug, Clone)]
 pub struct JobLines {
-    prefix: Arc<str>,
+    prefix: String,
 }
 
 impl JobLines {
     pub fn new(tid: &str) -> JobLines {
         JobLines {
-            prefix: format!(" pid={} tid={tid}", std::process::id()).into(),
+            prefix: format!(" pid={} tid={tid}", std::process::id()),
         }
     }
 
     pub fn start(&self, raw: &[u8]) {
         if enabled() {
-            self.record(raw.to_vec(), None, "start");
+            self.record(raw, None, 0);
         }
     }
 
     pub fn done(&self, raw: &[u8], elapsed: Duration) {
         if enabled() {
-            self.record(raw.to_vec(), Some(elapsed), "done");
+            self.record(raw, Some(elapsed), 1);
         }
     }
 
     pub fn fail(&self, raw: &[u8], elapsed: Duration) {
         if enabled() {
-            self.record(raw.to_vec(), Some(elapsed), "fail");
+            self.record(raw, Some(elapsed), 2);
         }
     }
 
-    fn record(&self, raw: Vec<u8>, elapsed: Option<Duration>, message: &'static str) {
-        push(Entry::Job(JobEvent {
-            at: SystemTime::now(),
-            prefix: self.prefix.clone(),
-            raw,
-            elapsed,
-            message,
-        }));
+    /// Appends the event to the sink: a few copies into a buffer that is already there; the writer
+    /// thread formats it.
+    fn record(&self, raw: &[u8], elapsed: Option<Duration>, message: u8) {
+        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1);
+        let at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, nanos);
+        let elapsed = elapsed.map_or(u64::MAX, nanos);
+        append(|records| put_job(records, at, elapsed, message, &self.prefix, raw));
     }
+}
+
+/// A job event's record (see [`Sink`]); `elapsed` is `u64::MAX` for none.
+fn put_job(records: &mut Vec<u8>, at: u64, elapsed: u64, message: u8, prefix: &str, raw: &[u8]) {
+    records.push(b'J');
+    records.extend_from_slice(&at.to_le_bytes());
+    records.extend_from_slice(&elapsed.to_le_bytes());
+    records.push(message);
+    put_bytes(records, prefix.as_bytes());
+    put_bytes(records, raw);
 }
 
 fn format_line(
@@ -349,10 +402,10 @@ fn format_line(
 ) {
     out.extend_from_slice(prefix.as_bytes());
     for (name, value) in [
-        (" class=", Some(&ctx.class)),
-        (" jid=", Some(&ctx.jid)),
-        (" bid=", ctx.bid.as_ref()),
-        (" tags=", ctx.tags.as_ref()),
+        (" class=", Some(ctx.class.as_ref())),
+        (" jid=", Some(ctx.jid.as_ref())),
+        (" bid=", ctx.bid.as_deref()),
+        (" tags=", ctx.tags.as_deref()),
     ] {
         if let Some(value) = value {
             out.extend_from_slice(name.as_bytes());
@@ -396,7 +449,7 @@ mod tests {
         let raw = br#"{"retry":true,"queue":"default","class":"HardWorker","args":[1],"jid":"abc123","created_at":1.5}"#;
         let ctx = fast_context(raw).expect("fast");
         assert_eq!(
-            (ctx.class.as_str(), ctx.jid.as_str()),
+            (ctx.class.as_ref(), ctx.jid.as_ref()),
             ("HardWorker", "abc123")
         );
         assert_eq!(Context::of(raw), ctx);
@@ -406,7 +459,7 @@ mod tests {
     fn only_top_level_keys_count() {
         let raw = br#"{"args":[{"class":"Inner","jid":"x","tags":[1]}],"jid":"outer1","class":"Outer","note":"\"jid\":\"no\""}"#;
         let ctx = fast_context(raw).expect("fast");
-        assert_eq!((ctx.class.as_str(), ctx.jid.as_str()), ("Outer", "outer1"));
+        assert_eq!((ctx.class.as_ref(), ctx.jid.as_ref()), ("Outer", "outer1"));
         assert!(fast_context(br#"{"class":"A","jid":"j","bid":"b"}"#).is_none());
         assert!(fast_context(br#"{"class":"A\u0041","jid":"j"}"#).is_none());
         assert!(fast_context(br#"{"class":"A"}"#).is_none());
@@ -420,6 +473,24 @@ mod tests {
         assert_eq!(ctx.class, "SignupJob");
         assert_eq!(ctx.bid.as_deref(), Some("b9"));
         assert_eq!(ctx.tags.as_deref(), Some("a,b"));
+    }
+
+    #[test]
+    fn records_come_back_as_lines_in_order() {
+        let mut records = Vec::new();
+        records.push(b'L');
+        put_bytes(&mut records, b"a line from Ruby\n");
+        let at = 1_763_898_300_123_000_000;
+        let raw = br#"{"class":"HardWorker","jid":"abc"}"#;
+        put_job(&mut records, at, u64::MAX, 0, " pid=7 tid=t1", raw);
+        put_job(&mut records, at, 12_400_000, 1, " pid=7 tid=t1", raw);
+        let text = String::from_utf8(format_records(&records)).expect("utf-8");
+        assert_eq!(
+            text,
+            "a line from Ruby\n\
+             2025-11-23T11:45:00.123Z pid=7 tid=t1 class=HardWorker jid=abc INFO: start\n\
+             2025-11-23T11:45:00.123Z pid=7 tid=t1 class=HardWorker jid=abc elapsed=0.012 INFO: done\n"
+        );
     }
 
     #[test]
