@@ -31,6 +31,7 @@ Lowkiq.client_middlewares << lambda do |worker, batch, &block|
   block.call
 end
 
+Lowkiq.format_error = ->(error) { "#{error.message} (formatted)" }
 Lowkiq.on_server_init = -> { LowkiqShimRecord.add("lowkiq:init", {pid: Process.pid}) }
 Lowkiq.build_scheduler = -> { Lowkiq.build_seq_scheduler }
 

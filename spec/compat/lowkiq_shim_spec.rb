@@ -27,7 +27,7 @@ RSpec.describe "queue/compat/lowkiq: a Lowkiq app without the lowkiq gem", :shim
     ran = wait_until("ids 7 and 8 to run") { (r = records("lowkiq:ran")).size >= 2 && r }
     expect(ran).to contain_exactly({id: "7", payloads: [{id: 7, v: 1}, {id: 7, v: 2}]}, {id: "8", payloads: [{id: 8, v: 1, at: Time.at(0)}]})
     exhausted = wait_until("the oldest doomed payload in the morgue") { records("lowkiq:exhausted").first }
-    expect(exhausted).to match([{id: "x", payloads: [[:first, 1.0]], error: "RuntimeError: doomed x"}])
+    expect(exhausted).to match([{id: "x", payloads: [[:first, 1.0]], error: "doomed x (formatted)"}]) # Lowkiq.format_error
     expect(records("lowkiq:doomed").size).to be >= 2 # the first run and its retry
     expect(records("lowkiq:middleware").map { |m| m[:worker] }).to include("OrderSyncWorker", "DoomedWorker")
     expect(records("lowkiq:init").size).to eq(1)

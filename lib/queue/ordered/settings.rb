@@ -45,6 +45,21 @@ module JobQueue
         @ordered_splitter = name.to_sym
       end
 
+      # How a failed batch's error is written into its ids' `error` (what the morgue and
+      # `retries_exhausted` show): a callable `(error) -> String`, by default "Class: message".
+      # Lowkiq's `format_error` (whose default is the message alone).
+      def ordered_error_format
+        @ordered_error_format || DEFAULT_ERROR_FORMAT
+      end
+
+      def ordered_error_format=(callable)
+        raise ArgumentError, "ordered_error_format must respond to call(error), got #{callable.inspect}" unless callable.respond_to?(:call)
+
+        @ordered_error_format = callable
+      end
+
+      DEFAULT_ERROR_FORMAT = ->(error) { "#{error.class}: #{error.message}" }
+
       # Seconds an idle processor thread waits before it looks for ordered work again.
       def ordered_poll_interval
         @ordered_poll_interval || 0.2

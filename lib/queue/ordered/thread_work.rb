@@ -185,9 +185,15 @@ module JobQueue
         OrderedWorker.instance_method(:retry_in).bind_call(worker, count).to_f
       end
 
+      # The error as the ordered_error_format writes it (a String, valid UTF-8); the class name when the
+      # format raises or returns something else.
       def error_text(error)
-        "#{error.class}: #{error.message}".dup.force_encoding(Encoding::UTF_8).scrub
-      rescue
+        text = @config.ordered_error_format.call(error)
+        raise TypeError, "ordered_error_format returned #{text.class}, not a String" unless text.is_a?(String)
+
+        text.dup.force_encoding(Encoding::UTF_8).scrub
+      rescue => e
+        @config.report_error(e, context: "ordered_error_format failed; the error's class is stored instead")
         error.class.name.to_s
       end
 

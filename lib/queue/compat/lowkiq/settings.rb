@@ -142,11 +142,12 @@ module Lowkiq
       JobQueue::Compat::LowkiqPayloadCodec.new(dump_payload, load_payload)
     end
 
-    # What queue stores as a failed job's error (Lowkiq's default stores only the message).
-    def format_error = ->(error) { "#{error.class}: #{error.message}" }
+    # How a failed batch's error is stored (JobQueue.config.ordered_error_format; queue's default is
+    # "Class: message", where Lowkiq's is the message alone).
+    def format_error = JobQueue.config.ordered_error_format
 
-    def format_error=(_callable)
-      raise JobQueue::Compat.unsupported("Lowkiq.format_error =", "queue stores each error as \"Class: message\" (retries_exhausted and the morgue show it)")
+    def format_error=(callable)
+      JobQueue.config.ordered_error_format = callable
     end
 
     def dump_error=(_callable)
