@@ -26,6 +26,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::job_json::TopLevel;
+
 /// How often waiting lines are written out.
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// Bytes of waiting records that make the writer go at once.
@@ -240,37 +242,26 @@ impl Context<'_> {
 /// over the top-level keys, without building the job. `None` sends the job to a full parse.
 fn fast_context(raw: &[u8]) -> Option<Context<'_>> {
     let (mut class, mut jid) = (None, None);
-    let (mut depth, mut i, mut expect_key) = (0usize, 0usize, false);
-    while i < raw.len() {
-        match raw[i] {
-            b'{' | b'[' => {
-                depth += 1;
-                expect_key = depth == 1;
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' => expect_key = depth == 1,
-            b'"' => {
-                let end = string_end(raw, i + 1)?;
-                if expect_key {
-                    let key = &raw[i + 1..end];
-                    if matches!(key, b"display_class" | b"wrapped" | b"bid" | b"tags") {
-                        return None;
-                    }
-                    if key == b"class" || key == b"jid" {
-                        let value = plain_value(raw, end + 1)?;
-                        if key == b"class" {
-                            class = Some(value);
-                        } else {
-                            jid = Some(value);
-                        }
-                    }
+    let mut fields = TopLevel::new(raw);
+    for field in fields.by_ref() {
+        match field.key {
+            b"display_class" | b"wrapped" | b"bid" | b"tags" => return None,
+            b"class" | b"jid" => {
+                let value = match field.string {
+                    Some((value, false)) => std::str::from_utf8(value).ok()?,
+                    _ => return None,
+                };
+                if field.key == b"class" {
+                    class = Some(value);
+                } else {
+                    jid = Some(value);
                 }
-                expect_key = false;
-                i = end;
             }
             _ => {}
         }
-        i += 1;
+    }
+    if fields.malformed() {
+        return None;
     }
     Some(Context {
         class: Cow::Borrowed(class?),
@@ -278,42 +269,6 @@ fn fast_context(raw: &[u8]) -> Option<Context<'_>> {
         bid: None,
         tags: None,
     })
-}
-
-/// Where the string whose contents start at `from` ends (its closing quote).
-pub(crate) fn string_end(raw: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    while i < raw.len() {
-        match raw[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// The value after a key's closing quote (at `from`: `:"…"`), if it is a string without escapes.
-fn plain_value(raw: &[u8], from: usize) -> Option<&str> {
-    let rest = raw.get(from..)?;
-    let colon = rest.iter().position(|&b| !b.is_ascii_whitespace())?;
-    if rest[colon] != b':' {
-        return None;
-    }
-    let quote = colon
-        + 1
-        + rest[colon + 1..]
-            .iter()
-            .position(|&b| !b.is_ascii_whitespace())?;
-    if rest[quote] != b'"' {
-        return None;
-    }
-    let len = rest[quote + 1..].iter().position(|&b| b == b'"')?;
-    let value = &rest[quote + 1..quote + 1 + len];
-    if value.contains(&b'\\') {
-        return None;
-    }
-    std::str::from_utf8(value).ok()
 }
 
 fn parsed_context(raw: &[u8]) -> Context<'static> {

@@ -24,6 +24,7 @@ pub mod error;
 pub mod fetch;
 pub mod heartbeat;
 pub mod job;
+mod job_json;
 pub mod job_lines;
 pub mod keys;
 pub mod liveness;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::fetch::shared::lock;
-use crate::job_lines::string_end;
+use crate::job_json::TopLevel;
 
 /// Upper bounds of the duration histogram, in seconds (`+Inf` is implied).
 pub const BUCKETS: [f64; 14] = [
@@ -180,39 +180,17 @@ impl Metrics {
 /// else `class`, else `unknown`. One pass over the bytes; a full parse only for escaped strings.
 pub fn job_class(raw: &[u8]) -> Cow<'_, str> {
     let (mut class, mut wrapped) = (None, None);
-    let (mut depth, mut i, mut expect_key) = (0usize, 0usize, false);
     let mut escaped = false;
-    while i < raw.len() {
-        match raw[i] {
-            b'{' | b'[' => {
-                depth += 1;
-                expect_key = depth == 1 && raw[i] == b'{';
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' => expect_key = depth == 1,
-            b'"' => {
-                let Some(end) = string_end(raw, i + 1) else {
-                    break;
-                };
-                if expect_key {
-                    let key = &raw[i + 1..end];
-                    if key == b"class" || key == b"wrapped" {
-                        if let Some((value, esc)) = string_value(raw, end + 1) {
-                            escaped |= esc;
-                            if key == b"class" {
-                                class = Some(value);
-                            } else {
-                                wrapped = Some(value);
-                            }
-                        }
-                    }
-                }
-                expect_key = false;
-                i = end;
-            }
-            _ => {}
+    for field in TopLevel::new(raw) {
+        let slot = match field.key {
+            b"class" => &mut class,
+            b"wrapped" => &mut wrapped,
+            _ => continue,
+        };
+        if let Some((value, esc)) = field.string {
+            escaped |= esc;
+            *slot = Some(value);
         }
-        i += 1;
     }
     if escaped {
         return parsed_class(raw);
@@ -221,27 +199,6 @@ pub fn job_class(raw: &[u8]) -> Cow<'_, str> {
         Some(name) => Cow::Borrowed(name),
         None => Cow::Borrowed("unknown"),
     }
-}
-
-/// The string value after a key's closing quote (`:"…"` from `from`), and whether it has escapes.
-fn string_value(raw: &[u8], from: usize) -> Option<(&[u8], bool)> {
-    let rest = raw.get(from..)?;
-    let colon = rest.iter().position(|b| !b.is_ascii_whitespace())?;
-    if rest[colon] != b':' {
-        return None;
-    }
-    let after = colon + 1;
-    let quote = after
-        + rest[after..]
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())?;
-    if rest[quote] != b'"' {
-        return None;
-    }
-    let start = from + quote + 1;
-    let end = string_end(raw, start)?;
-    let value = &raw[start..end];
-    Some((value, value.contains(&b'\\')))
 }
 
 fn parsed_class(raw: &[u8]) -> Cow<'static, str> {

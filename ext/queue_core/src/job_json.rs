@@ -1,0 +1,136 @@
+//! Reading a few top-level fields of a job's JSON in one pass over its bytes, without building the
+//! job: what the per-job paths (log lines, metrics) need of every job they see. Keys nested in
+//! `args` or anywhere below the top level never count.
+
+/// One top-level key of a job and, when its value is a string, that string's raw bytes (between the
+/// quotes, still escaped) and whether it holds an escape.
+pub(crate) struct Field<'a> {
+    pub key: &'a [u8],
+    pub string: Option<(&'a [u8], bool)>,
+}
+
+/// The top-level keys of a JSON object, in order. Stops at malformed input (an unterminated string),
+/// after which [`TopLevel::malformed`] is true.
+pub(crate) struct TopLevel<'a> {
+    raw: &'a [u8],
+    i: usize,
+    depth: usize,
+    expect_key: bool,
+    malformed: bool,
+}
+
+impl<'a> TopLevel<'a> {
+    pub(crate) fn new(raw: &'a [u8]) -> TopLevel<'a> {
+        TopLevel {
+            raw,
+            i: 0,
+            depth: 0,
+            expect_key: false,
+            malformed: false,
+        }
+    }
+
+    pub(crate) fn malformed(&self) -> bool {
+        self.malformed
+    }
+}
+
+impl<'a> Iterator for TopLevel<'a> {
+    type Item = Field<'a>;
+
+    fn next(&mut self) -> Option<Field<'a>> {
+        let raw = self.raw;
+        while self.i < raw.len() {
+            let at = self.i;
+            self.i += 1;
+            match raw[at] {
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    self.expect_key = self.depth == 1 && raw[at] == b'{';
+                }
+                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                b',' => self.expect_key = self.depth == 1,
+                b'"' => {
+                    let Some(end) = string_end(raw, at + 1) else {
+                        self.malformed = true;
+                        self.i = raw.len();
+                        return None;
+                    };
+                    self.i = end + 1;
+                    // A value that is a string comes next, with expect_key false: skipped whole.
+                    if std::mem::take(&mut self.expect_key) {
+                        return Some(Field {
+                            key: &raw[at + 1..end],
+                            string: string_value(raw, end + 1),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+/// Where the string whose contents start at `from` ends (its closing quote).
+pub(crate) fn string_end(raw: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i < raw.len() {
+        match raw[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The string value after a key's closing quote (`:"…"` from `from`), and whether it has escapes;
+/// `None` when the value is not a string.
+fn string_value(raw: &[u8], from: usize) -> Option<(&[u8], bool)> {
+    let rest = raw.get(from..)?;
+    let colon = rest.iter().position(|b| !b.is_ascii_whitespace())?;
+    if rest[colon] != b':' {
+        return None;
+    }
+    let after = colon + 1;
+    let quote = after
+        + rest[after..]
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())?;
+    if rest[quote] != b'"' {
+        return None;
+    }
+    let start = from + quote + 1;
+    let end = string_end(raw, start)?;
+    let value = &raw[start..end];
+    Some((value, value.contains(&b'\\')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_top_level_keys_with_their_string_values() {
+        let raw = br#"{"args":[{"class":"Inner"}],"class" : "Outer","n":1,"q":"a\"b","jid":"x"}"#;
+        type Seen<'a> = (&'a [u8], Option<(&'a [u8], bool)>);
+        let fields: Vec<Seen> = TopLevel::new(raw).map(|f| (f.key, f.string)).collect();
+        assert_eq!(
+            fields,
+            vec![
+                (&b"args"[..], None),
+                (&b"class"[..], Some((&b"Outer"[..], false))),
+                (&b"n"[..], None),
+                (&b"q"[..], Some((&br#"a\"b"#[..], true))),
+                (&b"jid"[..], Some((&b"x"[..], false))),
+            ]
+        );
+        let mut broken = TopLevel::new(br#"{"class":"unterminated"#);
+        assert!(broken
+            .next()
+            .is_some_and(|f| f.key == b"class" && f.string.is_none()));
+        assert!(broken.next().is_none());
+        assert!(broken.malformed());
+    }
+}
