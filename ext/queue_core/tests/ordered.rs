@@ -86,6 +86,20 @@ impl Fx {
     fn retry_count(&self, id: &str) -> Option<f64> {
         self.zscore("all_ids_scored_by_retry_count", id)
     }
+
+    /// A field of the queue's hash `key_suffix` (`errors`, `morgue:errors`, ...).
+    fn field(&self, key_suffix: &str, field: &str) -> Option<String> {
+        hget(&mut self.t.conn(), &self.key(key_suffix), field)
+    }
+
+    /// One of the queue's counters (`processed`, `failed`).
+    fn count(&self, name: &str) -> i64 {
+        counter(&mut self.t.conn(), &self.key(name))
+    }
+
+    fn has(&self, key_suffix: &str) -> bool {
+        exists(&mut self.t.conn(), &self.key(key_suffix))
+    }
 }
 
 fn job(id: &str, payload: &str, score: f64, perform_in: f64) -> NewJob {
@@ -286,7 +300,7 @@ fn payloads_pushed_while_an_id_runs_wait_for_it_and_never_run_beside_it() {
     assert_eq!(second.jobs.len(), 1);
     assert_eq!(second.jobs[0].retry_count, -1);
     assert_eq!(texts(&second.jobs[0].payloads), vec![("v2".into(), 2.0)]);
-    assert_eq!(counter(&mut fx.t.conn(), &fx.key("processed")), 1);
+    assert_eq!(fx.count("processed"), 1);
 }
 
 #[test]
@@ -315,15 +329,11 @@ fn failed_plus_queued_takes_the_failed_jobs_perform_in_and_retry_count() {
         fx.payloads("payloads:1"),
         vec![("v1".into(), 4.0), ("v2".into(), 6.0)]
     );
+    assert_eq!(fx.field("errors", "1").as_deref(), Some("boom"));
+    assert_eq!(fx.count("failed"), 1);
     assert_eq!(
-        hget(&mut fx.t.conn(), &fx.key("errors"), "1").as_deref(),
-        Some("boom")
-    );
-    assert_eq!(counter(&mut fx.t.conn(), &fx.key("failed")), 1);
-    assert_eq!(
-        hget(
-            &mut fx.t.conn(),
-            &fx.key("processing_length_by_shard"),
+        fx.field(
+            "processing_length_by_shard",
             &fx.q.shard_of("1").to_string()
         )
         .as_deref(),
@@ -356,17 +366,13 @@ fn put_back_returns_an_unrun_id_as_fetched_merged_with_what_was_pushed_meanwhile
         fx.payloads("payloads:1"),
         vec![("v1".into(), 5.0), ("v2".into(), 6.0)]
     );
+    assert_eq!(fx.field("errors", "1").as_deref(), Some("boom"));
+    assert_eq!(fx.count("failed"), 1);
+    assert_eq!(fx.count("processed"), 0);
+    assert!(!fx.has("processing:payloads:1"));
     assert_eq!(
-        hget(&mut fx.t.conn(), &fx.key("errors"), "1").as_deref(),
-        Some("boom")
-    );
-    assert_eq!(counter(&mut fx.t.conn(), &fx.key("failed")), 1);
-    assert_eq!(counter(&mut fx.t.conn(), &fx.key("processed")), 0);
-    assert!(!exists(&mut fx.t.conn(), &fx.key("processing:payloads:1")));
-    assert_eq!(
-        hget(
-            &mut fx.t.conn(),
-            &fx.key("processing_length_by_shard"),
+        fx.field(
+            "processing_length_by_shard",
             &fx.q.shard_of("1").to_string()
         )
         .as_deref(),
@@ -403,10 +409,7 @@ fn exhausted_retries_send_the_oldest_payload_to_the_morgue_and_the_rest_start_af
         assert_eq!(s.morgue.is_empty(), expected_retry < 1);
     }
     assert_eq!(fx.payloads("morgue:payloads:1"), vec![("v1".into(), 1.0)]);
-    assert_eq!(
-        hget(&mut fx.t.conn(), &fx.key("morgue:errors"), "1").as_deref(),
-        Some("e1")
-    );
+    assert_eq!(fx.field("morgue:errors", "1").as_deref(), Some("e1"));
     assert!(fx.zscore("morgue:all_ids_lex", "1").is_some());
     assert!(fx
         .zscore("morgue:all_ids_scored_by_updated_at", "1")
@@ -422,7 +425,7 @@ fn exhausted_retries_send_the_oldest_payload_to_the_morgue_and_the_rest_start_af
     let s = settle_one(&mut conn, &fx.q, P1, &b, fail("last", 0.0), 0);
     assert_eq!(s.morgue, vec!["1".to_owned()]);
     assert_eq!(fx.perform_in("1"), None);
-    assert!(!exists(&mut fx.t.conn(), &fx.key("payloads:1")));
+    assert!(!fx.has("payloads:1"));
     assert_eq!(
         fx.payloads("morgue:payloads:1"),
         vec![("v1".into(), 1.0), ("v2".into(), 2.0)]
@@ -509,8 +512,8 @@ fn settle_and_fetch_does_both_in_one_call() {
         batch = next;
     }
     assert_eq!(order, vec!["a", "b", "c"]);
-    assert_eq!(counter(&mut fx.t.conn(), &fx.key("processed")), 2);
-    assert_eq!(counter(&mut fx.t.conn(), &fx.key("failed")), 1);
+    assert_eq!(fx.count("processed"), 2);
+    assert_eq!(fx.count("failed"), 1);
     assert_eq!(fx.retry_count("a"), Some(0.0), "a failed and waits an hour");
     assert_eq!(fx.perform_in("b"), None);
 }
@@ -814,8 +817,8 @@ fn a_process_without_the_lease_fetches_nothing_and_a_stale_settle_writes_nothing
         .expect("HSET");
     let s = settle_one(&mut conn, &fx.q, P1, &b, Outcome::Done, 25);
     assert!(s.lost);
-    assert!(exists(&mut fx.t.conn(), &fx.key("processing:payloads:1")));
-    assert_eq!(counter(&mut fx.t.conn(), &fx.key("processed")), 0);
+    assert!(fx.has("processing:payloads:1"));
+    assert_eq!(fx.count("processed"), 0);
 }
 
 // ---- recovery and leases -------------------------------------------------------------------------
@@ -846,7 +849,7 @@ fn a_restarted_process_pushes_its_in_flight_state_back_before_fetching() {
 
     let (_, again) = fx.owner(P1);
     assert_eq!(again.owned(), vec![0, 1, 2, 3, 4]);
-    assert!(!exists(&mut fx.t.conn(), &fx.key("processing:payloads:1")));
+    assert!(!fx.has("processing:payloads:1"));
     assert_eq!(
         hgetall(
             &mut fx.t.conn(),
@@ -857,10 +860,7 @@ fn a_restarted_process_pushes_its_in_flight_state_back_before_fetching() {
     // In-flight merges back as a failed job does: its perform_in, retry_count and error win.
     assert_eq!(fx.perform_in("1"), Some(retried_at));
     assert_eq!(fx.retry_count("1"), Some(0.0));
-    assert_eq!(
-        hget(&mut fx.t.conn(), &fx.key("errors"), "1").as_deref(),
-        Some("e")
-    );
+    assert_eq!(fx.field("errors", "1").as_deref(), Some("e"));
     assert_eq!(
         fx.payloads("payloads:1"),
         vec![("v1".into(), 1.0), ("v2".into(), 2.0)]
@@ -1042,10 +1042,7 @@ fn a_shard_fetched_from_after_the_beat_looked_is_kept_draining_not_released() {
     // P2 cannot take it, so nothing recovers the id while it runs.
     p2.balance(&mut c2).expect("balance");
     assert!(!p2.owned().contains(&shard));
-    assert!(exists(
-        &mut fx.t.conn(),
-        &fx.key(&format!("processing:payloads:{id}"))
-    ));
+    assert!(fx.has(&format!("processing:payloads:{id}")));
 
     // Settled, the shard is released at P1's next beat and claimed at P2's.
     settle_one(&mut c1, &fx.q, P1, &batch, Outcome::Done, 25);
@@ -1053,7 +1050,7 @@ fn a_shard_fetched_from_after_the_beat_looked_is_kept_draining_not_released() {
     p2.balance(&mut c2).expect("balance");
     assert!(p2.owned().contains(&shard));
     assert!(!p1.owned().contains(&shard));
-    assert_eq!(counter(&mut fx.t.conn(), &fx.key("processed")), 1);
+    assert_eq!(fx.count("processed"), 1);
 }
 
 // ---- bad data --------------------------------------------------------------------------------------
@@ -1169,14 +1166,14 @@ fn requeue_from_the_morgue_merges_due_now_as_fresh() {
     assert!(at >= before && at <= fx.now(), "due now, not at {at}");
     assert_eq!(fx.retry_count("1"), Some(-1.0));
     assert_eq!(fx.zscore("morgue:all_ids_lex", "1"), None);
-    assert!(!exists(&mut fx.t.conn(), &fx.key("morgue:payloads:1")));
+    assert!(!fx.has("morgue:payloads:1"));
 
     assert_eq!(
         morgue::delete(&mut conn, &fx.q, &["2".into()]).expect("delete"),
         1
     );
-    assert!(!exists(&mut fx.t.conn(), &fx.key("morgue:payloads:2")));
-    assert_eq!(hget(&mut fx.t.conn(), &fx.key("morgue:errors"), "2"), None);
+    assert!(!fx.has("morgue:payloads:2"));
+    assert_eq!(fx.field("morgue:errors", "2"), None);
 }
 
 #[test]
@@ -1225,7 +1222,7 @@ fn all_at_once_actions() {
     );
     assert_eq!(fx.perform_in(&failed_id), None);
     assert_eq!(
-        hget(&mut fx.t.conn(), &fx.key("morgue:errors"), &failed_id).as_deref(),
+        fx.field("morgue:errors", &failed_id).as_deref(),
         Some("oops")
     );
     assert_eq!(
@@ -1242,10 +1239,7 @@ fn all_at_once_actions() {
         1
     );
     assert_eq!(fx.perform_in(fresh), None);
-    assert!(!exists(
-        &mut fx.t.conn(),
-        &fx.key(&format!("payloads:{fresh}"))
-    ));
+    assert!(!fx.has(&format!("payloads:{fresh}")));
     assert_eq!(fx.zscore("morgue:all_ids_lex", fresh), None);
 }
 
