@@ -12,9 +12,7 @@
 # Each round drains N jobs once with each (the order rotates between rounds); the table shows the
 # medians. How time and CPU are measured: bench/lib/throughput_run.rb, bench/lib/ordered_run.rb,
 # bench/README.md.
-require_relative "lib/clients"
-require_relative "lib/redis_server"
-require_relative "lib/report"
+require_relative "lib/drain_rounds"
 require_relative "lib/throughput_run"
 require_relative "lib/ordered_run"
 
@@ -25,8 +23,6 @@ module Bench
     ROUNDS = Integer(ENV.fetch("ROUNDS", "3"))
     CONCURRENCY = 5
     KINDS = %w[sidekiq ordered_1 ordered_10].freeze
-    FIELDS = %w[jobs_per_s server_cpu_us_per_job redis_cpu_us_per_job seconds boot_seconds
-      server_cores redis_cores other_processes_cores].freeze
     LABELS = {
       "sidekiq" => "Sidekiq #{Sidekiq::VERSION} plain",
       "ordered_1" => "queue ordered, batch 1",
@@ -40,22 +36,15 @@ module Bench
     module_function
 
     def run
-      redis = RedisServer.new.start
-      Clients.configure(redis.url)
-      load_before = Cpu.loadavg
-      rounds = (1..ROUNDS).map { |i| round(redis, i) }
-      load_after = Cpu.loadavg
-      summary = KINDS.to_h { |k| [k, Report.medians(rounds.map { |r| r[k] }, FIELDS)] }
-      print_report(rounds, summary, load_before, load_after)
+      rounds, summary, machine = DrainRounds.run(ROUNDS, KINDS) { |redis, index| round(redis, index) }
+      print_report(rounds, summary, machine)
       path = Report.write_json("ordered", {
         "benchmark" => "ordered",
         "jobs" => JOBS, "rounds" => ROUNDS, "concurrency" => CONCURRENCY, "shards" => OrderedBlankJob.shards_count,
-        "machine" => Report.machine(redis.version).merge("loadavg_before" => load_before, "loadavg_after" => load_after),
-        "runs" => rounds, "medians" => summary, "ratios" => KINDS.drop(1).to_h { |k| [k, ratios(summary, k)] }
+        "machine" => machine, "runs" => rounds, "medians" => summary,
+        "ratios" => KINDS.drop(1).to_h { |k| [k, ratios(summary, k)] }
       })
       puts "\nresults: #{path}"
-    ensure
-      redis&.stop
     end
 
     def round(redis, index)
@@ -72,28 +61,20 @@ module Bench
       OrderedRun.new(redis, jobs: JOBS, concurrency: CONCURRENCY, batch: Integer(kind.delete_prefix("ordered_")))
     end
 
-    def ratios(summary, kind)
-      q, s = summary.fetch(kind), summary.fetch("sidekiq")
-      FIELDS.first(3).to_h { |f| [f, Report.ratio(q[f], s[f])] }
-    end
+    def ratios(summary, kind) = Report.drain_ratios(summary.fetch(kind), summary.fetch("sidekiq"))
 
-    def print_report(rounds, summary, load_before, load_after)
+    def print_report(rounds, summary, machine)
       puts "\nOrdered: #{Report.num(JOBS)} blank jobs, -c #{CONCURRENCY}, #{OrderedBlankJob.shards_count} shards, " \
         "distinct ids, median of #{ROUNDS} round(s)"
-      puts Report.load_line(load_before, load_after)
+      puts Report.load_line(machine["loadavg_before"], machine["loadavg_after"])
       puts
-      header = ["", "jobs/s", "server CPU µs/job", "Redis CPU µs/job", "drain s", "boot s", "other procs (cores)"]
       rows = KINDS.map { |k| Report.drain_row(LABELS.fetch(k), summary.fetch(k)) }
-      KINDS.drop(1).each do |k|
-        r = ratios(summary, k)
-        rows << ["#{k} / Sidekiq", Report.times(r["jobs_per_s"]), Report.times(r["server_cpu_us_per_job"]),
-          Report.times(r["redis_cpu_us_per_job"]), "", "", ""]
-      end
-      puts Report.table(header, rows)
+      KINDS.drop(1).each { |k| rows << Report.drain_ratio_row("#{k} / Sidekiq", ratios(summary, k)) }
+      puts Report.table(Report::DRAIN_HEADER, rows)
       by_round = rounds.map { |rd| Report.times(Report.ratio(rd.dig("ordered_1", "jobs_per_s"), rd.dig("sidekiq", "jobs_per_s"))) }
       puts "ordered batch 1 / Sidekiq jobs/s in each round: #{by_round.join(", ")}"
       puts "\nEach round:"
-      puts Report.table(header, rounds.each_with_index.flat_map { |rd, i| KINDS.map { |k| Report.drain_row("#{i + 1}: #{k}", rd.fetch(k)) } })
+      puts Report.rounds_table(rounds, KINDS)
       print_targets(summary)
     end
 

@@ -9,9 +9,7 @@
 #
 # Each round drains N jobs once with each server (the order alternates between rounds) and the table
 # shows the medians. How the time and CPU are measured: bench/lib/throughput_run.rb, bench/README.md.
-require_relative "lib/clients"
-require_relative "lib/redis_server"
-require_relative "lib/report"
+require_relative "lib/drain_rounds"
 require_relative "lib/throughput_run"
 
 module Bench
@@ -20,9 +18,7 @@ module Bench
     JOBS = Integer(ENV.fetch("N", "100000"))
     ROUNDS = Integer(ENV.fetch("ROUNDS", "3"))
     CONCURRENCY = 10
-    KINDS = %i[sidekiq queue queue_logs].freeze
-    FIELDS = %w[jobs_per_s server_cpu_us_per_job redis_cpu_us_per_job seconds boot_seconds
-      server_cores redis_cores other_processes_cores].freeze
+    KINDS = %w[sidekiq queue queue_logs].freeze
     LABELS = {"sidekiq" => "Sidekiq #{Sidekiq::VERSION}", "queue" => "queue #{JobQueue::VERSION}",
       "queue_logs" => "queue, job lines on"}.freeze
     # What the project aims for (reported, not asserted): the fetch issue's goals.
@@ -34,52 +30,39 @@ module Bench
     module_function
 
     def run
-      redis = RedisServer.new.start
-      Clients.configure(redis.url)
-      load_before = Cpu.loadavg
-      rounds = (1..ROUNDS).map { |i| round(redis, i) }
-      load_after = Cpu.loadavg
-      summary = KINDS.to_h { |k| [k.to_s, Report.medians(rounds.map { |r| r[k.to_s] }, FIELDS)] }
-      print_report(rounds, summary, load_before, load_after)
+      rounds, summary, machine = DrainRounds.run(ROUNDS, KINDS) { |redis, index| round(redis, index) }
+      print_report(rounds, summary, machine)
       path = Report.write_json("throughput", {
         "benchmark" => "throughput",
-        "jobs" => JOBS, "rounds" => ROUNDS, "concurrency" => CONCURRENCY,
-        "machine" => Report.machine(redis.version).merge("loadavg_before" => load_before, "loadavg_after" => load_after),
+        "jobs" => JOBS, "rounds" => ROUNDS, "concurrency" => CONCURRENCY, "machine" => machine,
         "runs" => rounds, "medians" => summary, "ratios" => ratios(summary)
       })
       puts "\nresults: #{path}"
-    ensure
-      redis&.stop
     end
 
     def round(redis, index)
       order = index.odd? ? KINDS : KINDS.reverse
       order.to_h do |kind|
         warn "round #{index}/#{ROUNDS}: #{kind} draining #{JOBS} jobs..."
-        [kind.to_s, ThroughputRun.new(kind, redis, jobs: JOBS, concurrency: CONCURRENCY).call]
+        [kind, ThroughputRun.new(kind.to_sym, redis, jobs: JOBS, concurrency: CONCURRENCY).call]
       end
     end
 
-    def ratios(summary)
-      q, s = summary.fetch("queue"), summary.fetch("sidekiq")
-      FIELDS.first(3).to_h { |f| [f, Report.ratio(q[f], s[f])] }
-    end
+    def ratios(summary) = Report.drain_ratios(summary.fetch("queue"), summary.fetch("sidekiq"))
 
-    def print_report(rounds, summary, load_before, load_after)
+    def print_report(rounds, summary, machine)
       puts "\nThroughput: #{Report.num(JOBS)} blank jobs, -c #{CONCURRENCY}, median of #{ROUNDS} round(s)"
-      puts Report.load_line(load_before, load_after)
+      puts Report.load_line(machine["loadavg_before"], machine["loadavg_after"])
       puts
-      header = ["", "jobs/s", "server CPU µs/job", "Redis CPU µs/job", "drain s", "boot s", "other procs (cores)"]
-      rows = KINDS.map { |k| Report.drain_row(LABELS.fetch(k.to_s), summary.fetch(k.to_s)) }
+      rows = KINDS.map { |k| Report.drain_row(LABELS.fetch(k), summary.fetch(k)) }
       r = ratios(summary)
-      rows << ["queue / Sidekiq", Report.times(r["jobs_per_s"]), Report.times(r["server_cpu_us_per_job"]),
-        Report.times(r["redis_cpu_us_per_job"]), "", "", ""]
-      puts Report.table(header, rows)
+      rows << Report.drain_ratio_row("queue / Sidekiq", r)
+      puts Report.table(Report::DRAIN_HEADER, rows)
       puts "(ratios of CPU per job: lower is better for queue)"
       by_round = rounds.map { |rd| Report.times(Report.ratio(rd.dig("queue", "jobs_per_s"), rd.dig("sidekiq", "jobs_per_s"))) }
       puts "queue / Sidekiq jobs/s in each round: #{by_round.join(", ")}"
       puts "\nEach round:"
-      puts Report.table(header, rounds.each_with_index.flat_map { |rd, i| KINDS.map { |k| Report.drain_row("#{i + 1}: #{k}", rd.fetch(k.to_s)) } })
+      puts Report.rounds_table(rounds, KINDS)
       puts "\nTargets (reported, not asserted):"
       puts Report.target("processing jobs/s ≥ #{TARGET_SPEEDUP}× Sidekiq", r["jobs_per_s"] >= TARGET_SPEEDUP, Report.times(r["jobs_per_s"]))
       redis_us = summary.dig("queue", "redis_cpu_us_per_job")

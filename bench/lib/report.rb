@@ -51,6 +51,26 @@ module Bench
     end
 
     # One server drain (ThroughputRun and OrderedRun) as a table row.
+    # What a drain benchmark (throughput.rb, ordered.rb) measures of each run, and its tables' header.
+    DRAIN_FIELDS = %w[jobs_per_s server_cpu_us_per_job redis_cpu_us_per_job seconds boot_seconds
+      server_cores redis_cores other_processes_cores].freeze
+    DRAIN_HEADER = ["", "jobs/s", "server CPU µs/job", "Redis CPU µs/job", "drain s", "boot s", "other procs (cores)"].freeze
+
+    # jobs/s and CPU per job of one drain's medians over another's.
+    def drain_ratios(run, base)
+      DRAIN_FIELDS.first(3).to_h { |f| [f, ratio(run[f], base[f])] }
+    end
+
+    def drain_ratio_row(label, ratios)
+      [label, times(ratios["jobs_per_s"]), times(ratios["server_cpu_us_per_job"]),
+        times(ratios["redis_cpu_us_per_job"]), "", "", ""]
+    end
+
+    # Every kind of every round, a row each.
+    def rounds_table(rounds, kinds)
+      table(DRAIN_HEADER, rounds.each_with_index.flat_map { |rd, i| kinds.map { |k| drain_row("#{i + 1}: #{k}", rd.fetch(k)) } })
+    end
+
     def drain_row(label, m)
       [label, num(m["jobs_per_s"]), num(m["server_cpu_us_per_job"], 1), num(m["redis_cpu_us_per_job"], 1),
         num(m["seconds"], 2), num(m["boot_seconds"], 2), num(m["other_processes_cores"], 2)]
