@@ -30,6 +30,23 @@ local function ordered_union(p, id, dest, from, now)
   redis.call('DEL', from)
 end
 
+-- Returns an id taken from shard `s` to the queue unrun, as it was fetched: what it was fetched with
+-- (`processing:payloads:<id>`) merges into what was pushed meanwhile, and, when the id has payloads,
+-- it is indexed again with its own perform_in, retry_count and error (if any).
+local function ordered_return(p, s, id, perform_in, retry, err, now)
+  local pk, ppk = p .. 'payloads:' .. id, p .. 'processing:payloads:' .. id
+  if redis.call('EXISTS', ppk) == 1 then
+    ordered_union(p, id, pk, ppk, now)
+  end
+  if redis.call('EXISTS', pk) == 1 then
+    redis.call('ZADD', p .. 'all_ids_lex', 0, id)
+    redis.call('ZADD', p .. 'all_ids_scored_by_perfrom_in', perform_in, id)
+    redis.call('ZADD', p .. 'all_ids_scored_by_retry_count', retry, id)
+    redis.call('ZADD', p .. 'ids_scored_by_perform_in:' .. s, perform_in, id)
+    if err then redis.call('HSET', p .. 'errors', id, err) end
+  end
+end
+
 local function ordered_time()
   local t = redis.call('TIME')
   return tonumber(t[1]) + tonumber(t[2]) / 1000000

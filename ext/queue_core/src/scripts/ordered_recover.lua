@@ -20,17 +20,7 @@ for i = 1, #flat, 2 do
   local id, perform_in = flat[i], flat[i + 1]
   local retry = redis.call('HGET', prc, id) or '-1'
   local err = redis.call('HGET', perr, id)
-  local pk, ppk = p .. 'payloads:' .. id, p .. 'processing:payloads:' .. id
-  if redis.call('EXISTS', ppk) == 1 then
-    ordered_union(p, id, pk, ppk, now)
-  end
-  if redis.call('EXISTS', pk) == 1 then
-    redis.call('ZADD', p .. 'all_ids_lex', 0, id)
-    redis.call('ZADD', p .. 'all_ids_scored_by_perfrom_in', perform_in, id)
-    redis.call('ZADD', p .. 'all_ids_scored_by_retry_count', retry, id)
-    redis.call('ZADD', p .. 'ids_scored_by_perform_in:' .. s, perform_in, id)
-    if err then redis.call('HSET', p .. 'errors', id, err) end
-  end
+  ordered_return(p, s, id, perform_in, retry, err, now)
 end
 redis.call('DEL', ppi, prc, perr)
 redis.call('HDEL', p .. 'processing_length_by_shard', s)

@@ -51,17 +51,7 @@ local function ordered_settle(leases, ARGV)
         redis.call('DEL', ppk)
         processed = processed + 1
       elseif outcome == 'back' then
-        local pk = p .. 'payloads:' .. id
-        if redis.call('EXISTS', ppk) == 1 then
-          ordered_union(p, id, pk, ppk, clock())
-        end
-        if redis.call('EXISTS', pk) == 1 then
-          redis.call('ZADD', p .. 'all_ids_lex', 0, id)
-          redis.call('ZADD', p .. 'all_ids_scored_by_perfrom_in', was_at, id)
-          redis.call('ZADD', p .. 'all_ids_scored_by_retry_count', retry, id)
-          redis.call('ZADD', p .. 'ids_scored_by_perform_in:' .. s, was_at, id)
-          if was_err then redis.call('HSET', p .. 'errors', id, was_err) end
-        end
+        ordered_return(p, s, id, was_at, retry, was_err, clock())
       else
         failed = failed + 1
         retry = retry + 1
