@@ -157,7 +157,7 @@ impl Redis {
     /// handshake at all: the redis crate's synchronous TLS handshake has no timeout, and a plain port
     /// never answers one.
     fn check_tls_answers(&self) -> Result<()> {
-        if self.inner.tls_answers.load(Ordering::Relaxed) {
+        if !self.tls_unchecked() {
             return Ok(());
         }
         if let redis::ConnectionAddr::TcpTls { host, port, .. } =
@@ -175,6 +175,15 @@ impl Redis {
         }
         self.inner.tls_answers.store(true, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// A `rediss://` URL whose port has not answered a TLS handshake yet.
+    fn tls_unchecked(&self) -> bool {
+        !self.inner.tls_answers.load(Ordering::Relaxed)
+            && matches!(
+                self.inner.client.get_connection_info().addr(),
+                redis::ConnectionAddr::TcpTls { .. }
+            )
     }
 
     /// An error from dialling: what stopped the connection, with the masked URL.
@@ -202,7 +211,7 @@ impl Redis {
     async fn dial(&self, blocking: bool) -> Result<MultiplexedConnection> {
         // The asynchronous dial is bounded as a whole, but a timeout alone would not say why; the
         // same check as the synchronous dial's names a port that does not speak TLS.
-        if !self.inner.tls_answers.load(Ordering::Relaxed) {
+        if self.tls_unchecked() {
             let redis = self.clone();
             tokio::task::spawn_blocking(move || redis.check_tls_answers())
                 .await
