@@ -187,4 +187,35 @@ RSpec.describe "running ordered workers" do
     drain(work)
     expect(ran).to eq([{"a" => ["1"]}, {"b" => ["2"]}])
   end
+
+  it "takes several batches of fast ids at once, runs them batch_size at a time, and when going quiet puts back those not started" do
+    worker = ordered_worker("OrderedPrefetchWorker") { self.shards_count = 1 }
+    batches = []
+    worker.define_singleton_method(:perform) { |batch| batches << batch.keys }
+    worker.perform_async(60.times.map { |i| {id: i} })
+    work = ordered_server(worker).thread_work(0)
+    in_hand = -> { redis.hlen(lowkiq_key(worker, "processing:ids_with_perform_in:0")) }
+
+    # A step either runs one batch of what is in hand, or runs the last one and settles them all with
+    # the next fetch; the first fetch takes one id, and once batches have been timed as fast, more.
+    held = 0
+    20.times do
+      work.step
+      held = in_hand.call
+      break if held > 1
+    end
+    expect(held).to be > 1
+    expect(batches).to all(have_attributes(size: 1))
+
+    work.step # runs one of the ids in hand, leaving the others unstarted
+    ran = batches.size
+    expect(work.finish).to eq(held - 1)
+    expect(in_hand.call).to eq(0)
+    expect(redis.get(lowkiq_key(worker, "processed")).to_i).to eq(ran)
+    expect(redis.zcard(lowkiq_key(worker, "all_ids_lex"))).to eq(60 - ran)
+    expect(processing_keys(worker)).to be_empty
+
+    drain(work)
+    expect(batches.flatten.sort_by(&:to_i)).to eq(60.times.map(&:to_s))
+  end
 end

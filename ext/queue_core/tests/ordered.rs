@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 
 use queue_core::blocking::SyncConn;
-use queue_core::ordered::fetch::{Batch, OrderedFetcher, Scheduler};
+use queue_core::ordered::fetch::{Batch, OrderedFetcher, Scheduler, MAX_PREFETCH};
 use queue_core::ordered::lease::{Ownership, Splitter};
 use queue_core::ordered::morgue::{self, MorgueOrder};
 use queue_core::ordered::push::{push, NewJob};
@@ -518,6 +518,63 @@ fn settle_and_fetch_does_both_in_one_call() {
     assert_eq!(fx.perform_in("b"), None);
 }
 
+/// Settles every id of `batch` as done and fetches the next, as a processor thread does.
+fn settle_all_and_fetch(
+    f: &mut OrderedFetcher,
+    conn: &mut SyncConn,
+    own: &Ownership,
+    batch: &Batch,
+) -> Option<Batch> {
+    let outcomes: Vec<_> = batch
+        .jobs
+        .iter()
+        .map(|j| (j.id.clone(), Outcome::Done))
+        .collect();
+    let (s, next) = f
+        .settle_and_fetch(conn, Some((batch.shard, &outcomes)), 25, &own.fetchable())
+        .expect("settle and fetch");
+    assert_eq!(s.processed, batch.jobs.len() as u64);
+    next
+}
+
+#[test]
+fn a_prefetching_fetcher_takes_many_batches_of_fast_ids_and_one_of_slow_ones() {
+    let fx = Fx::new("", 1);
+    let (mut conn, own) = fx.owner(P1);
+    let jobs: Vec<_> = (0..60)
+        .map(|i| job(&format!("id{i:02}"), "p", 1.0, 1.0))
+        .collect();
+    push(&mut conn, &fx.q, &jobs).expect("push");
+
+    let mut fast = fx.fetcher(P1, 2).with_prefetch();
+    let first = take(&mut fast, &mut conn, &own);
+    assert_eq!(first.jobs.len(), 2, "untimed: one batch");
+    // Settled at once: its batch took microseconds, so the next fetch takes all it may.
+    let many = settle_all_and_fetch(&mut fast, &mut conn, &own, &first).expect("more ids");
+    assert_eq!(many.jobs.len(), MAX_PREFETCH);
+    let ids: BTreeSet<_> = many.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids.len(), MAX_PREFETCH, "distinct ids");
+    assert_eq!(
+        settle_all_and_fetch(&mut fast, &mut conn, &own, &many).map(|b| b.jobs.len()),
+        Some(MAX_PREFETCH)
+    );
+
+    // A worker whose batch of two took 5 ms (more than the 2 ms a fetch should hold) gets one batch
+    // at a time.
+    let mut slow = fx.fetcher(P1, 2).with_prefetch();
+    let b = take(&mut slow, &mut conn, &own);
+    std::thread::sleep(std::time::Duration::from_millis(5)); // the batch's perform
+    let next = settle_all_and_fetch(&mut slow, &mut conn, &own, &b).expect("next");
+    assert_eq!(next.jobs.len(), 2);
+    // Without prefetch a fetcher takes one batch however fast its batches run.
+    let mut plain = fx.fetcher(P1, 2);
+    let b = take(&mut plain, &mut conn, &own);
+    assert_eq!(
+        settle_all_and_fetch(&mut plain, &mut conn, &own, &b).map(|b| b.jobs.len()),
+        Some(2)
+    );
+}
+
 #[test]
 fn lag_picks_the_most_late_shard_and_seq_goes_round() {
     let fx = Fx::new("", 5);
@@ -607,7 +664,9 @@ fn two_fetchers_never_hold_the_same_id_and_every_payload_runs_once() {
                 );
                 scope.spawn(move || {
                     let mut conn = SyncConn::new(&redis);
-                    let mut f = OrderedFetcher::new(q.clone(), P1, Scheduler::Lag, 2).unwrap();
+                    let mut f = OrderedFetcher::new(q.clone(), P1, Scheduler::Lag, 2)
+                        .unwrap()
+                        .with_prefetch();
                     loop {
                         match f.fetch(&mut conn, &shards).expect("fetch") {
                             Some(b) => {
@@ -719,7 +778,9 @@ fn two_processes_sharing_shards_never_overlap_and_lose_nothing() {
                     processed.clone(),
                 );
                 scope.spawn(move || {
-                    let mut f = OrderedFetcher::new(q.clone(), who, Scheduler::Lag, 3).unwrap();
+                    let mut f = OrderedFetcher::new(q.clone(), who, Scheduler::Lag, 3)
+                        .unwrap()
+                        .with_prefetch();
                     let mut turn = 1u64;
                     loop {
                         // A beat every few fetches: leases move while work is in progress.

@@ -2,16 +2,24 @@
 
 module JobQueue
   module Ordered
-    # One processor thread's ordered work. `step` runs at most one batch: it takes the batch fetched
-    # with the previous settle (or fetches one), runs the middleware and `perform`, and settles it
-    # together with the next fetch in one engine call. The settle of a batch that could not be written
-    # (Redis unreachable) is kept and written first at the next step; its ids stay in processing
-    # meanwhile, so nothing else runs them.
+    # One processor thread's ordered work. A fetch may take several batches of one shard's ids when
+    # they run fast (the engine sizes it to about 2 ms of work); `step` runs one batch of them
+    # (`batch_size` ids) through the middleware and `perform`, and once all have run, settles them
+    # together with the next fetch in one engine call. The settle that could not be written (Redis
+    # unreachable) is kept and written first at the next step; its ids stay in processing meanwhile,
+    # so nothing else runs them.
     #
     # Each worker's shards are split over the process's threads the way Lowkiq splits them: all
     # workers' shards in one list, dealt out to the threads in turn.
     class ThreadWork
-      Held = Struct.new(:worker, :fetcher, :shard, :jobs)
+      # Ids fetched from one shard; `outcomes` (and `oldest`) of those that ran so far, in order.
+      Held = Struct.new(:worker, :fetcher, :shard, :jobs, :outcomes, :oldest) do
+        def ran = outcomes.size
+
+        def unstarted = jobs.drop(ran)
+
+        def finished? = ran >= jobs.size
+      end
 
       def initialize(config, shards, workers, index)
         @config = config
@@ -20,7 +28,6 @@ module JobQueue
         @index = index
         @fetchers = {}
         @held = nil
-        @running = nil
         @pending = nil
         @turn = 0
       end
@@ -31,28 +38,31 @@ module JobQueue
         @held ||= fetch_from_any if fetch
         return false unless @held
 
-        batch = @running = @held
-        @held = nil
-        outcomes, morgue_candidates = run(batch)
-        settle(batch, outcomes, morgue_candidates, fetch: fetch)
+        held = @held
+        worker = held.worker
+        outcomes, oldest = run(worker, held.unstarted.first(worker.batch_size))
+        held.outcomes.concat(outcomes)
+        held.oldest.merge!(oldest)
+        if held.finished?
+          @held = nil
+          settle(held, fetch: fetch)
+        end
         true
       end
 
-      # Runs a batch still held (fetched before the process went quiet) and settles it without taking
-      # another.
+      # The process goes quiet: settles what ran of the ids in hand, and puts the rest back unrun (as
+      # plain jobs prefetched and not started go back to their queue).
       def finish
         flush_pending
-        step(fetch: false) while @held
+        give_back
       end
 
-      # The thread dies of an error outside any job: writes a settle still pending and puts back the
-      # ids it holds that did not finish (fetched with the last settle, or taken when the error
-      # struck), so they run again now, not when the shard changes owner. Returns how many went back.
+      # The thread dies of an error outside any job: writes a settle still pending, settles what ran,
+      # and puts back the ids it holds that did not finish (the batch the error struck, and any not
+      # started), so they run again now, not when the shard changes owner. Returns how many went back.
       def abandon
         flush_pending
-        batches = [@running, @held].compact
-        @running = @held = nil
-        batches.sum { |batch| batch.fetcher.put_back(batch.shard, batch.jobs.map(&:first)) ? batch.jobs.size : 0 }
+        give_back
       end
 
       private
@@ -90,16 +100,28 @@ module JobQueue
 
       def held(worker, batch)
         shard, jobs = batch
-        Held.new(worker, fetcher(worker), shard, jobs)
+        Held.new(worker, fetcher(worker), shard, jobs, [], {})
       end
 
-      # Runs the batch; returns the settle entries ([id, nil] or [id, [error, retry_in]]) and, per id,
-      # its oldest payload (what goes to the morgue if the failure exhausts it).
-      def run(batch)
-        worker = batch.worker
+      # Settles the ids in hand that ran and puts back those that did not; how many went back.
+      def give_back
+        held = @held
+        return 0 unless held
+
+        @held = nil
+        settle(held, fetch: false) if held.ran.positive?
+        back = held.unstarted.map(&:first)
+        return 0 if back.empty?
+
+        held.fetcher.put_back(held.shard, back) ? back.size : 0
+      end
+
+      # Runs one batch of `jobs`; returns the settle entries ([id, nil] or [id, [error, retry_in]])
+      # and, per id, its oldest payload (what goes to the morgue if the failure exhausts it).
+      def run(worker, jobs)
         payloads_by_id = {}
         broken = {}
-        batch.jobs.each do |id, _retry_count, _perform_in, payloads|
+        jobs.each do |id, _retry_count, _perform_in, payloads|
           payloads_by_id[id] = payloads.map { |bytes, _score| worker.payload_codec.load(bytes) }
         rescue Exception => e # rubocop:disable Lint/RescueException -- any load error (Marshal raises many kinds)
           broken[id] = e
@@ -116,11 +138,11 @@ module JobQueue
           end
         end
         broken.each { |id, e| @config.report_error(e, context: "ordered payload of #{worker} id #{id} cannot be loaded") }
-        outcomes = batch.jobs.map do |id, retry_count, _perform_in, _payloads|
+        outcomes = jobs.map do |id, retry_count, _perform_in, _payloads|
           failure = broken[id] || error
           [id, failure && [error_text(failure), retry_in(worker, retry_count + 1)]]
         end
-        [outcomes, batch.jobs.to_h { |id, _rc, _at, payloads| [id, payloads.first] }]
+        [outcomes, jobs.to_h { |id, _rc, _at, payloads| [id, payloads.first] }]
       end
 
       # Server middlewares `(worker, batch, &block)`, the first outermost, around `perform`.
@@ -134,14 +156,14 @@ module JobQueue
         call.call(0)
       end
 
-      def settle(batch, outcomes, oldest, fetch:)
-        @pending = [batch, outcomes, oldest]
-        @running = nil
+      # Settles what ran of `batch` (with the next fetch when `fetch`).
+      def settle(batch, fetch:)
+        @pending = batch
         shards = fetch ? shards_for_next(batch.worker) : []
-        lost, _processed, _failed, morgue_ids, next_batch = batch.fetcher.settle_and_fetch([batch.shard, outcomes], batch.worker.max_retry_count, shards)
+        lost, _processed, _failed, morgue_ids, next_batch = batch.fetcher.settle_and_fetch([batch.shard, batch.outcomes], batch.worker.max_retry_count, shards)
         @pending = nil
         warn_lost(batch) if lost
-        exhausted(batch, outcomes, oldest, morgue_ids) if morgue_ids.any?
+        exhausted(batch, morgue_ids) if morgue_ids.any?
         @held = held(batch.worker, next_batch) if next_batch
       end
 
@@ -154,14 +176,13 @@ module JobQueue
       def flush_pending
         return unless @pending
 
-        batch, outcomes, oldest = @pending
-        settle(batch, outcomes, oldest, fetch: false)
+        settle(@pending, fetch: false)
       end
 
-      def exhausted(batch, outcomes, oldest, morgue_ids)
-        errors = outcomes.to_h
+      def exhausted(batch, morgue_ids)
+        errors = batch.outcomes.to_h
         dead = morgue_ids.map do |id|
-          payload, score = oldest[id]
+          payload, score = batch.oldest[id]
           {id: id, payloads: [[load_quietly(batch.worker, payload), score]], error: errors[id]&.first}
         end
         batch.worker.retries_exhausted(dead)

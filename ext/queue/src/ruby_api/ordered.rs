@@ -266,7 +266,8 @@ impl OrderedShards {
     }
 
     /// `fetcher(queue, shards_count, scheduler, batch_size)`, scheduler `"lag"` or `"seq"`: a
-    /// processor thread's fetcher for one queue, with a connection of its own.
+    /// processor thread's fetcher for one queue, with a connection of its own, taking several batches
+    /// per fetch when batches run fast (`queue_core::ordered::fetch`, "Prefetch").
     fn fetcher(
         ruby: &Ruby,
         rb_self: &Self,
@@ -287,8 +288,9 @@ impl OrderedShards {
         };
         let namespace = rb_self.redis.keys().namespace();
         let queue = OrderedQueue::new(namespace, &queue, shards_count).map_err(to_ruby)?;
-        let fetcher =
-            CoreFetcher::new(queue, &rb_self.identity, scheduler, batch_size).map_err(to_ruby)?;
+        let fetcher = CoreFetcher::new(queue, &rb_self.identity, scheduler, batch_size)
+            .map_err(to_ruby)?
+            .with_prefetch();
         Ok(OrderedFetcher {
             inner: Mutex::new((SyncConn::new(&rb_self.redis), fetcher)),
         })

@@ -2,18 +2,33 @@
 //! takes up to a batch of its due ids (oldest `perform_in` first) and moves each id's state into the
 //! `processing:*` keys, returning `{id => payloads sorted by score}` with each id's retry count.
 //!
+//! **Prefetch.** A fetch may take several batches' worth of ids of its shard (`with_prefetch`), sized
+//! by the same [`Pace`] as plain fetches: about [`crate::fetch::pace::BATCH_BUDGET`] of work, from the
+//! measured time between a fetch and the settle of what it took. The caller runs them `batch_size`
+//! at a time and settles them together with the next fetch, so blank ids at batch 1 cost one round
+//! trip per twenty, not one each; a slow worker is fetched a batch at a time, as before. The ids in
+//! hand are in processing, so nothing else runs them meanwhile — and a shard's ids are fetched by one
+//! thread anyway, so holding them takes no work from a sibling.
+//!
 //! Schedulers (Lowkiq's two): [`Scheduler::Lag`] (the default) picks the shard whose oldest due id is
 //! oldest; [`Scheduler::Seq`] goes round the shards, starting one further on each call. Both decide
 //! inside the script, so picking costs no extra round trip.
+
+use std::time::Instant;
 
 use redis::Value;
 
 use crate::blocking::SyncConn;
 use crate::error::{Error, Result};
+use crate::fetch::pace::Pace;
 
 use super::scripts::{FETCH, SETTLE_FETCH};
 use super::settle::{parse_settled, settle, settle_args, settle_args_len, Outcome, Settled};
 use super::{reply_array, reply_f64, reply_payloads, reply_string, OrderedQueue, Payload};
+
+/// Most ids one prefetching fetch takes. The pace's time budget is what limits it for any job that
+/// does work; this bounds the script's run for blank ones (Redis runs nothing else meanwhile).
+pub const MAX_PREFETCH: usize = 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Scheduler {
@@ -50,6 +65,10 @@ pub struct OrderedFetcher {
     scheduler: Scheduler,
     batch_size: usize,
     turn: usize,
+    /// How many batches the next fetch takes, from the time batches took to run.
+    pace: Pace,
+    /// When the ids in hand were fetched, and how many batches they make.
+    in_hand: Option<(Instant, usize)>,
 }
 
 impl OrderedFetcher {
@@ -72,7 +91,40 @@ impl OrderedFetcher {
             scheduler,
             batch_size,
             turn: 0,
+            pace: Pace::new(1, 1),
+            in_hand: None,
         })
+    }
+
+    /// Lets one fetch take up to [`MAX_PREFETCH`] ids (whole batches, at least one) when the
+    /// worker's batches run fast enough: see the module's "Prefetch".
+    pub fn with_prefetch(mut self) -> OrderedFetcher {
+        self.pace = Pace::new(1, (MAX_PREFETCH / self.batch_size).max(1));
+        self
+    }
+
+    /// Most ids the next fetch takes.
+    pub fn fetch_size(&self) -> usize {
+        self.batch_size * self.pace.batch_for(0)
+    }
+
+    /// The ids in hand were settled: their batches' time feeds the pace.
+    fn ran(&mut self, outcomes: &[(String, Outcome)]) {
+        let Some((fetched, batches)) = self.in_hand.take() else {
+            return;
+        };
+        if outcomes.iter().any(|(_, o)| *o != Outcome::PutBack) {
+            self.pace.record(
+                0,
+                fetched.elapsed() / u32::try_from(batches.max(1)).unwrap_or(u32::MAX),
+            );
+        }
+    }
+
+    fn took(&mut self, batch: &Option<Batch>) {
+        self.in_hand = batch
+            .as_ref()
+            .map(|b| (Instant::now(), b.jobs.len().div_ceil(self.batch_size)));
     }
 
     pub fn queue(&self) -> &OrderedQueue {
@@ -90,7 +142,9 @@ impl OrderedFetcher {
         inv.key(self.queue.keys().leases());
         self.fetch_args(&mut inv, shards);
         let reply: Value = conn.script(&inv)?;
-        parse_batch(reply)
+        let batch = parse_batch(reply)?;
+        self.took(&batch);
+        Ok(batch)
     }
 }
 
@@ -106,6 +160,9 @@ impl OrderedFetcher {
         shards: &[u32],
     ) -> Result<(Settled, Option<Batch>)> {
         let settled = settled.filter(|(_, outcomes)| !outcomes.is_empty());
+        if let Some((_, outcomes)) = settled {
+            self.ran(outcomes);
+        }
         if shards.is_empty() {
             let s = match settled {
                 Some((shard, outcomes)) => settle(
@@ -150,7 +207,9 @@ impl OrderedFetcher {
             Value::Int(0) => Settled::default(),
             other => parse_settled(other)?,
         };
-        Ok((s, parse_batch(f)?))
+        let batch = parse_batch(f)?;
+        self.took(&batch);
+        Ok((s, batch))
     }
 
     /// Appends the fetch script's arguments (see `ordered_fetch.lua`), advancing the seq rotation.
@@ -168,7 +227,7 @@ impl OrderedFetcher {
                 Scheduler::Lag => "lag",
                 Scheduler::Seq => "seq",
             })
-            .arg(self.batch_size);
+            .arg(self.fetch_size());
         for s in &order {
             inv.arg(*s);
         }

@@ -15,49 +15,74 @@
 -- A library chunk: it defines `ordered_fetch(leases, args)`, which the fetch script calls with
 -- (KEYS[1], ARGV) and the settle-and-fetch script with its share of ARGV (`ordered_settle_fetch.lua`).
 -- Takes up to `batch` due ids of shard `s` that are not in processing; returns {s, entries...}.
+-- The batch's index updates are one command per key for all its ids (ordered_each), so a batch of
+-- twenty costs about as many commands as a batch of one plus two per id (its payloads' ZRANGE and
+-- RENAME): Redis's cost per command dispatched from Lua, not the sorted sets' work, dominated before.
 local function ordered_take(p, s, batch, now)
   local sk = p .. 'ids_scored_by_perform_in:' .. s
   local ppi = p .. 'processing:ids_with_perform_in:' .. s
   local prc = p .. 'processing:ids_with_retry_count:' .. s
   local perr = p .. 'processing:errors:' .. s
-  local plen = p .. 'processing_length_by_shard'
-  local in_flight = tonumber(redis.call('HGET', plen, s) or '0')
-  if in_flight < 0 then in_flight = 0 end
+  -- The shard's ids in processing are exactly the fields of ppi (written and removed with them).
+  local in_flight = redis.call('HLEN', ppi)
   local due = redis.call('ZRANGEBYSCORE', sk, '-inf', now, 'WITHSCORES', 'LIMIT', 0, batch + in_flight)
   local out = {s}
-  local taken = 0
+  if #due == 0 then
+    return out
+  end
+  local ids, ats = {}, {}
   for i = 1, #due, 2 do
-    if taken >= batch then break end
-    local id, perform_in = due[i], due[i + 1]
-    if redis.call('HEXISTS', ppi, id) == 0 then
-      taken = taken + 1
-      local retry = redis.call('ZSCORE', p .. 'all_ids_scored_by_retry_count', id) or '-1'
-      local err = redis.call('HGET', p .. 'errors', id)
-      redis.call('ZREM', sk, id)
-      redis.call('ZREM', p .. 'all_ids_lex', id)
-      redis.call('ZREM', p .. 'all_ids_scored_by_perfrom_in', id)
-      redis.call('ZREM', p .. 'all_ids_scored_by_retry_count', id)
-      if err then redis.call('HDEL', p .. 'errors', id) end
-      local pk = p .. 'payloads:' .. id
-      -- Reading the payloads first tells a good key (a non-empty sorted set) from bad data, no TYPE.
-      local payloads = redis.pcall('ZRANGE', pk, 0, -1, 'WITHSCORES')
-      if type(payloads) == 'table' and not payloads.err and #payloads > 0 then
-        redis.call('RENAME', pk, p .. 'processing:payloads:' .. id)
-        redis.call('HSET', ppi, id, perform_in)
-        redis.call('HSET', prc, id, retry)
-        if err then redis.call('HSET', perr, id, err) end
-        out[#out + 1] = {id, retry, perform_in, payloads}
-      elseif redis.call('TYPE', pk).ok ~= 'none' then
-        ordered_set_aside(p, id, pk, now)
-      else
-        redis.call('ZADD', p .. 'morgue:all_ids_lex', 0, id)
-        redis.call('ZADD', p .. 'morgue:all_ids_scored_by_updated_at', now, id)
-        redis.call('HSET', p .. 'morgue:errors', id, 'payloads:' .. id .. ' is missing or empty')
+    ids[#ids + 1], ats[#ats + 1] = due[i], due[i + 1]
+  end
+  local busy = in_flight > 0 and ordered_read('HMGET', ppi, ids) or {}
+  local taken, taken_at = {}, {}
+  for i = 1, #ids do
+    if #taken >= batch then break end
+    if not busy[i] then
+      taken[#taken + 1], taken_at[#taken + 1] = ids[i], ats[i]
+    end
+  end
+  if #taken == 0 then
+    return out
+  end
+  local retries = ordered_read('ZMSCORE', p .. 'all_ids_scored_by_retry_count', taken)
+  local errs = ordered_read('HMGET', p .. 'errors', taken)
+  ordered_each('ZREM', sk, taken)
+  ordered_each('ZREM', p .. 'all_ids_lex', taken)
+  ordered_each('ZREM', p .. 'all_ids_scored_by_perfrom_in', taken)
+  ordered_each('ZREM', p .. 'all_ids_scored_by_retry_count', taken)
+  local erred = {}
+  for i = 1, #taken do
+    if errs[i] then erred[#erred + 1] = taken[i] end
+  end
+  if #erred > 0 then ordered_each('HDEL', p .. 'errors', erred) end
+  local at_fields, retry_fields, err_fields = {}, {}, {}
+  for i = 1, #taken do
+    local id, perform_in, retry, err = taken[i], taken_at[i], retries[i] or '-1', errs[i]
+    local pk = p .. 'payloads:' .. id
+    -- Reading the payloads first tells a good key (a non-empty sorted set) from bad data, no TYPE.
+    local payloads = redis.pcall('ZRANGE', pk, 0, -1, 'WITHSCORES')
+    if type(payloads) == 'table' and not payloads.err and #payloads > 0 then
+      redis.call('RENAME', pk, p .. 'processing:payloads:' .. id)
+      at_fields[#at_fields + 1], at_fields[#at_fields + 2] = id, perform_in
+      retry_fields[#retry_fields + 1], retry_fields[#retry_fields + 2] = id, retry
+      if err then
+        err_fields[#err_fields + 1], err_fields[#err_fields + 2] = id, err
       end
+      out[#out + 1] = {id, retry, perform_in, payloads}
+    elseif redis.call('TYPE', pk).ok ~= 'none' then
+      ordered_set_aside(p, id, pk, now)
+    else
+      redis.call('ZADD', p .. 'morgue:all_ids_lex', 0, id)
+      redis.call('ZADD', p .. 'morgue:all_ids_scored_by_updated_at', now, id)
+      redis.call('HSET', p .. 'morgue:errors', id, 'payloads:' .. id .. ' is missing or empty')
     end
   end
   if #out > 1 then
-    redis.call('HINCRBY', plen, s, #out - 1)
+    ordered_each('HSET', ppi, at_fields)
+    ordered_each('HSET', prc, retry_fields)
+    if #err_fields > 0 then ordered_each('HSET', perr, err_fields) end
+    redis.call('HINCRBY', p .. 'processing_length_by_shard', s, #out - 1)
   end
   return out
 end

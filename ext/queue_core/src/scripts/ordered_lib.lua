@@ -47,6 +47,38 @@ local function ordered_return(p, s, id, perform_in, retry, err, now)
   end
 end
 
+-- Runs `cmd key item item ...` over `items` in slices small enough for `unpack` (so a batch of any
+-- size is a few commands, not one per item); returns the sum of the integer replies. Slices hold an
+-- even number of items, so field-value pairs (HSET) are never split.
+local ORDERED_SLICE = 500
+local function ordered_each(cmd, key, items)
+  local n = 0
+  for i = 1, #items, ORDERED_SLICE do
+    n = n + redis.call(cmd, key, unpack(items, i, math.min(i + ORDERED_SLICE - 1, #items)))
+  end
+  return n
+end
+
+-- `cmd key item item ...` for a command answering one value per item (HMGET, ZMSCORE), over slices as
+-- ordered_each; returns the values in the items' order (false for a missing one).
+local function ordered_read(cmd, key, items)
+  local out = {}
+  for i = 1, #items, ORDERED_SLICE do
+    local part = redis.call(cmd, key, unpack(items, i, math.min(i + ORDERED_SLICE - 1, #items)))
+    for j = 1, #part do
+      out[#out + 1] = part[j]
+    end
+  end
+  return out
+end
+
+-- DEL of `keys`, in slices as ordered_each.
+local function ordered_del(keys)
+  for i = 1, #keys, ORDERED_SLICE do
+    redis.call('DEL', unpack(keys, i, math.min(i + ORDERED_SLICE - 1, #keys)))
+  end
+end
+
 local function ordered_time()
   local t = redis.call('TIME')
   return tonumber(t[1]) + tonumber(t[2]) / 1000000

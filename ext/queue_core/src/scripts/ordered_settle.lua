@@ -33,24 +33,40 @@ local function ordered_settle(leases, ARGV)
   local prc = p .. 'processing:ids_with_retry_count:' .. s
   local perr = p .. 'processing:errors:' .. s
   local processed, failed, settled, morgued = 0, 0, 0, {}
+  -- Successes, the common case, are settled together: one command per key for all of them.
+  local done = {}
+  for i = 6, #ARGV, 4 do
+    if ARGV[i + 1] == 'ok' then done[#done + 1] = ARGV[i] end
+  end
+  if #done > 0 then
+    -- Only ids still in processing are settled (a repeated settle finds them gone).
+    local present = ordered_read('HMGET', ppi, done)
+    local ids, keys = {}, {}
+    for i = 1, #done do
+      if present[i] then
+        ids[#ids + 1], keys[#keys + 1] = done[i], p .. 'processing:payloads:' .. done[i]
+      end
+    end
+    if #ids > 0 then
+      ordered_each('HDEL', ppi, ids)
+      ordered_each('HDEL', prc, ids)
+      if redis.call('HLEN', perr) > 0 then ordered_each('HDEL', perr, ids) end
+      ordered_del(keys)
+      settled, processed = #ids, #ids
+    end
+  end
   for i = 6, #ARGV, 4 do
     local id, outcome, err, delay = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
     local was_at = outcome == 'back' and redis.call('HGET', ppi, id)
     -- HDEL answers whether the id was in processing (a repeated settle finds it gone).
-    if redis.call('HDEL', ppi, id) == 1 then
-      local retry = -1
-      if outcome ~= 'ok' then
-        retry = tonumber(redis.call('HGET', prc, id) or '-1') or -1
-      end
+    if outcome ~= 'ok' and redis.call('HDEL', ppi, id) == 1 then
+      local retry = tonumber(redis.call('HGET', prc, id) or '-1') or -1
       local ppk = p .. 'processing:payloads:' .. id
       local was_err = outcome == 'back' and redis.call('HGET', perr, id)
       redis.call('HDEL', prc, id)
       redis.call('HDEL', perr, id)
       settled = settled + 1
-      if outcome == 'ok' then
-        redis.call('DEL', ppk)
-        processed = processed + 1
-      elseif outcome == 'back' then
+      if outcome == 'back' then
         ordered_return(p, s, id, was_at, retry, was_err, clock())
       else
         failed = failed + 1
