@@ -75,7 +75,8 @@ pub fn settle(
 
 /// How many arguments [`settle_args`] adds for `outcomes`.
 pub(super) fn settle_args_len(outcomes: &[(String, Outcome)]) -> usize {
-    5 + 4 * outcomes.len()
+    let done = outcomes.iter().filter(|(_, o)| *o == Outcome::Done).count();
+    6 + done + 4 * (outcomes.len() - done)
 }
 
 /// Appends the settle script's arguments (see `ordered_settle.lua`).
@@ -92,9 +93,16 @@ pub(super) fn settle_args(
         .arg(shard)
         .arg(max_retry_count)
         .arg(RETRY_COUNT_AFTER_MORGUE);
+    // The successes as a plain list of ids (most of a settle, and settled together by the script),
+    // then the rest in groups of four.
+    let done = || outcomes.iter().filter(|(_, o)| *o == Outcome::Done);
+    inv.arg(done().count());
+    for (id, _) in done() {
+        inv.arg(id);
+    }
     for (id, outcome) in outcomes {
         match outcome {
-            Outcome::Done => inv.arg(id).arg("ok").arg("").arg(0),
+            Outcome::Done => continue,
             Outcome::PutBack => inv.arg(id).arg("back").arg("").arg(0),
             Outcome::Failed { error, retry_in } => inv
                 .arg(id)

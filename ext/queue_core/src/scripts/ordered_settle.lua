@@ -3,7 +3,8 @@
 -- leases (KEYS[1])  the queue's lease hash
 -- ARGV[1]  the queue's key prefix   ARGV[2]  this process's identity   ARGV[3]  shard
 -- ARGV[4]  max_retry_count   ARGV[5]  the retry_count payloads return with after one went to the morgue
--- ARGV[6 ..]  groups of 4: id, 'ok', 'fail' or 'back', error text, retry delay in seconds
+-- ARGV[6]  how many ids succeeded   ARGV[7 .. 6 + ARGV[6]]  those ids
+-- ARGV[7 + ARGV[6] ..]  groups of 4 for the others: id, 'fail' or 'back', error text, retry delay in seconds
 --
 -- Returns -1 without writing anything when this process no longer holds the shard: a new owner has
 -- recovered the in-flight state and owns it now. Otherwise {processed, failed, {ids sent to the morgue}}.
@@ -34,9 +35,10 @@ local function ordered_settle(leases, ARGV)
   local perr = p .. 'processing:errors:' .. s
   local processed, failed, settled, morgued = 0, 0, 0, {}
   -- Successes, the common case, are settled together: one command per key for all of them.
+  local oks = tonumber(ARGV[6])
   local done = {}
-  for i = 6, #ARGV, 4 do
-    if ARGV[i + 1] == 'ok' then done[#done + 1] = ARGV[i] end
+  for i = 7, 6 + oks do
+    done[#done + 1] = ARGV[i]
   end
   if #done > 0 then
     -- Only ids still in processing are settled (a repeated settle finds them gone).
@@ -55,11 +57,11 @@ local function ordered_settle(leases, ARGV)
       settled, processed = #ids, #ids
     end
   end
-  for i = 6, #ARGV, 4 do
+  for i = 7 + oks, #ARGV, 4 do
     local id, outcome, err, delay = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
     local was_at = outcome == 'back' and redis.call('HGET', ppi, id)
     -- HDEL answers whether the id was in processing (a repeated settle finds it gone).
-    if outcome ~= 'ok' and redis.call('HDEL', ppi, id) == 1 then
+    if redis.call('HDEL', ppi, id) == 1 then
       local retry = tonumber(redis.call('HGET', prc, id) or '-1') or -1
       local ppk = p .. 'processing:payloads:' .. id
       local was_err = outcome == 'back' and redis.call('HGET', perr, id)
