@@ -69,7 +69,6 @@ script!(RELEASE, "release.lua");
 script!(MIGRATE_LIST, "migrate_list.lua");
 script!(MIGRATE_SET, "migrate_set.lua");
 script!(MIGRATE_KEYS, "migrate_keys.lua");
-script!(ORDERED_PUSH, "ordered_push.lua");
 script!(ORDERED_LEASE, "ordered_lease.lua");
 script!(FILTER, "filter.lua");
 script!(DEDUP_FORGET, "dedup_forget.lua");

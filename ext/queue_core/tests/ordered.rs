@@ -249,6 +249,39 @@ fn payloads_union_and_identical_bytes_keep_the_lowest_score() {
 }
 
 #[test]
+fn an_id_twice_in_one_bulk_is_queued_once_with_its_first_jobs_perform_in() {
+    let fx = Fx::new("", 5);
+    let mut conn = fx.sync();
+    let queued = push(
+        &mut conn,
+        &fx.q,
+        &[
+            job("7", "a", 1.0, 50.0),
+            job("8", "b", 1.0, 60.0),
+            job("7", "c", 2.0, 40.0),
+        ],
+    )
+    .expect("push");
+    assert_eq!(queued, 2);
+    assert_eq!(fx.perform_in("7"), Some(50.0));
+    assert_eq!(fx.perform_in("8"), Some(60.0));
+    assert_eq!(fx.retry_count("7"), Some(-1.0));
+    assert_eq!(
+        fx.payloads("payloads:7"),
+        vec![("a".into(), 1.0), ("c".into(), 2.0)]
+    );
+    // Again, both already queued: nothing newly queued, perform_in kept.
+    let queued = push(
+        &mut conn,
+        &fx.q,
+        &[job("7", "d", 3.0, 1.0), job("8", "e", 3.0, 1.0)],
+    )
+    .expect("push");
+    assert_eq!(queued, 0);
+    assert_eq!(fx.perform_in("7"), Some(50.0));
+}
+
+#[test]
 fn new_plus_queued_keeps_the_queued_perform_in_and_retry_count() {
     let fx = Fx::new("", 5);
     let (mut conn, own) = fx.owner(P1);

@@ -4,8 +4,8 @@
 use crate::blocking::SyncConn;
 use crate::clock::now_f64;
 use crate::error::{Error, Result};
-use crate::scripts;
 
+use super::scripts::PUSH;
 use super::{score_arg, OrderedQueue};
 
 /// One job as `perform_async` receives it.
@@ -39,7 +39,7 @@ pub fn push_invocation(
     queue: &OrderedQueue,
     jobs: &[NewJob],
 ) -> Result<redis::ScriptInvocation<'static>> {
-    let mut inv = scripts::ORDERED_PUSH.prepare_invoke();
+    let mut inv = PUSH.prepare_invoke();
     inv.arg(queue.keys().prefix());
     for job in jobs {
         inv.arg(&job.id)

@@ -1,7 +1,7 @@
 //! The ordered scripts that share Lua: each is `ordered_lib.lua` (helpers for setting bad data aside
 //! and for merging payloads) followed by its own chunk, and the settle-and-fetch script runs the very
-//! same settle and fetch chunks as the two separate scripts. (The push and lease scripts stand alone,
-//! in [`crate::scripts`].)
+//! same settle and fetch chunks as the two separate scripts. (The lease script stands alone, in
+//! [`crate::scripts`].)
 
 use std::sync::LazyLock;
 
@@ -12,6 +12,10 @@ macro_rules! lua {
         include_str!(concat!("../scripts/", $file))
     };
 }
+
+/// `ordered_push.lua`.
+pub static PUSH: LazyLock<Script> =
+    LazyLock::new(|| Script::new(concat!(lua!("ordered_lib.lua"), lua!("ordered_push.lua"))));
 
 /// `ordered_settle.lua` as a script of its own.
 pub static SETTLE: LazyLock<Script> = LazyLock::new(|| {
