@@ -103,17 +103,18 @@ module JobQueue
         Held.new(worker, fetcher(worker), shard, jobs, [], {})
       end
 
-      # Settles the ids in hand that ran and puts back those that did not; how many went back.
+      # Settles the ids in hand that ran and puts back those that did not; how many went back. The ids
+      # stay in hand until both are written, so a call that fails (Redis unreachable) can be repeated
+      # (settling again is harmless: ids settled already are skipped).
       def give_back
         held = @held
         return 0 unless held
 
-        @held = nil
         settle(held, fetch: false) if held.ran.positive?
         back = held.unstarted.map(&:first)
-        return 0 if back.empty?
-
-        held.fetcher.put_back(held.shard, back) ? back.size : 0
+        returned = back.empty? || held.fetcher.put_back(held.shard, back)
+        @held = nil
+        returned ? back.size : 0
       end
 
       # Runs one batch of `jobs`; returns the settle entries ([id, nil] or [id, [error, retry_in]])
