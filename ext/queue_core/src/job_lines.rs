@@ -10,45 +10,72 @@
 //! or `wrapped` when present, as ActiveJob jobs have — `jid`, `bid` and `tags` when present). Entries
 //! go into one process-wide queue together with everything the Ruby logger writes through [`sink`],
 //! so the job's own lines stay between its `start` and `done`. The processor thread only records what
-//! happened (the time, the job's bytes, the elapsed time), with Ruby's GVL held, so that costs next to
-//! nothing; a background thread formats the lines and writes them out every 100 ms (or sooner once
-//! many are waiting), and [`flush`] does it at once (shutdown, exit).
+//! happened, with Ruby's GVL held, so that costs next to nothing: for `start` the time, the thread's
+//! prefix and the job's bytes; for `done`/`fail` only the time, the elapsed time and which thread it
+//! is, since the writer keeps the context it read from that thread's `start`. A background thread
+//! formats the lines (reading each job's JSON once) and writes them out 100 ms after the first one
+//! waits (or sooner once many are waiting), and [`flush`] does it at once (shutdown, exit).
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Condvar, LazyLock, Mutex, Once, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, Once, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use serde_json::Value;
 
 use crate::job_json::TopLevel;
 
-/// How often waiting lines are written out.
+/// How long the first waiting line waits for others before they are written out together.
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// Bytes of waiting records that make the writer go at once.
 const WAKE_AT: usize = 1 << 20;
 /// A job event's message, by its index in the record.
 const MESSAGES: [&str; 3] = ["start", "done", "fail"];
+/// `elapsed` in a record that has none (`start`).
+const NO_ELAPSED: u64 = u64::MAX;
+
+/// The record tags (see [`Sink`]).
+const LINE: u8 = b'L';
+const START: u8 = b'S';
+const END: u8 = b'E';
+const JOB: u8 = b'J';
+const FORGET: u8 = b'X';
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static FD: AtomicI32 = AtomicI32::new(1);
+static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
 static SINK: LazyLock<Sink> = LazyLock::new(Sink::default);
 static FLUSHER: Once = Once::new();
 
-/// The waiting records, appended to one buffer (no allocation per line): a line the Ruby logger
-/// formatted (`L`, its length, its bytes) or a job event the writer formats (`J`, the time and the
-/// elapsed time in nanoseconds, the message's index, the thread's prefix and the job's bytes, each
-/// with its length). The writer swaps the buffer for its spare one, so neither side allocates once
-/// both have grown to the usual size.
+/// The waiting records, appended to one buffer (no allocation per line), each a tag then its
+/// fields (numbers little-endian, byte strings after their `u32` length):
+///
+/// - `L` bytes: whole lines the Ruby logger formatted;
+/// - `S` thread, time, prefix, job: a job's `start` (time in nanoseconds since the epoch);
+/// - `E` thread, time, elapsed, message: the `done`/`fail` of the job that thread last started;
+/// - `J` time, elapsed, message, prefix, job: a job event standing alone (its `start` was not
+///   recorded: lines were turned on while it ran);
+/// - `X` thread: the thread is gone; the writer forgets its context.
+///
+/// [`Output`] swaps the buffer for its spare one, so neither side allocates once both have grown to
+/// the usual size. It is held while a batch is formatted and written, so batches go out in order
+/// and [`flush`] returns only once every line recorded before it is written.
 #[derive(Default)]
 struct Sink {
     records: Mutex<Vec<u8>>,
     wake: Condvar,
+    output: Mutex<Output>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Turns the engine's job lines on or off, and names the file descriptor the sink writes to (the
@@ -65,11 +92,13 @@ pub fn enabled() -> bool {
 /// Adds whole lines, formatted, to the sink; they are written out within 100 ms.
 pub fn sink(bytes: &[u8]) {
     append(|records| {
-        records.push(b'L');
+        records.push(LINE);
         put_bytes(records, bytes);
     });
 }
 
+/// Appends one record. Wakes the writer when the buffer was empty (it sleeps until there is
+/// something to write) and when the buffer grows past [`WAKE_AT`]; not for every record.
 fn append(record: impl FnOnce(&mut Vec<u8>)) {
     FLUSHER.call_once(|| {
         let spawned = std::thread::Builder::new()
@@ -79,9 +108,10 @@ fn append(record: impl FnOnce(&mut Vec<u8>)) {
             tracing::warn!(error = %e, "no log writer thread; lines wait for a flush");
         }
     });
-    let mut records = SINK.records.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut records = lock(&SINK.records);
+    let before = records.len();
     record(&mut records);
-    if records.len() >= WAKE_AT {
+    if before == 0 || (before < WAKE_AT && records.len() >= WAKE_AT) {
         SINK.wake.notify_one();
     }
 }
@@ -92,26 +122,131 @@ fn put_bytes(records: &mut Vec<u8>, bytes: &[u8]) {
     records.extend_from_slice(&bytes[..len as usize]);
 }
 
-/// Writes out whatever waits in the sink, now.
+/// Writes out whatever waits in the sink, now (after any batch the writer is writing).
 pub fn flush() {
-    let waiting = std::mem::take(&mut *SINK.records.lock().unwrap_or_else(PoisonError::into_inner));
-    write_out(&waiting);
+    lock(&SINK.output).write_waiting();
 }
 
+/// The writer thread: asleep while nothing waits; once a record arrives, gives the others
+/// [`FLUSH_EVERY`] to join it (less if [`WAKE_AT`] bytes pile up), then writes them all at once.
 fn writer() {
-    let mut spare = Vec::new();
     loop {
         {
-            let records = SINK.records.lock().unwrap_or_else(PoisonError::into_inner);
-            let (mut records, _) = SINK
-                .wake
-                .wait_timeout(records, FLUSH_EVERY)
-                .unwrap_or_else(PoisonError::into_inner);
-            std::mem::swap(&mut *records, &mut spare);
+            let mut records = lock(&SINK.records);
+            while records.is_empty() {
+                records = SINK
+                    .wake
+                    .wait(records)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            let deadline = Instant::now() + FLUSH_EVERY;
+            while records.len() < WAKE_AT {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                records = SINK
+                    .wake
+                    .wait_timeout(records, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
         }
-        write_out(&spare);
-        spare.clear();
+        lock(&SINK.output).write_waiting();
     }
+}
+
+/// The writer's side: its spare record buffer, the text it formats into, the clock's cached date
+/// and each thread's running job as its lines show it (` pid=… tid=… class=… jid=…`).
+#[derive(Default)]
+struct Output {
+    batch: Vec<u8>,
+    text: Vec<u8>,
+    clock: Timestamps,
+    running: HashMap<u32, Vec<u8>>,
+}
+
+impl Output {
+    /// Takes the waiting records (a swap with the spare buffer), formats and writes them.
+    fn write_waiting(&mut self) {
+        std::mem::swap(&mut *lock(&SINK.records), &mut self.batch);
+        if self.batch.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.batch);
+        self.format(&batch);
+        self.batch = batch;
+        self.batch.clear();
+        // SAFETY: the descriptor belongs to the Ruby process (its logger's IO); it is borrowed for
+        // this write and never closed here.
+        let mut out = ManuallyDrop::new(unsafe { File::from_raw_fd(FD.load(Ordering::Relaxed)) });
+        // A log that cannot be written (closed pipe, full disk) must not stop the jobs.
+        let _ = out.write_all(&self.text);
+        self.text.clear();
+    }
+
+    /// Appends the lines the records stand for, in order, to `text`.
+    fn format(&mut self, records: &[u8]) {
+        let mut reader = Records { bytes: records };
+        while let Some(tag) = reader.take(1) {
+            let read = match tag[0] {
+                LINE => reader.bytes().map(|line| self.text.extend_from_slice(line)),
+                START => self.start(&mut reader),
+                END => self.end(&mut reader),
+                JOB => self.job(&mut reader),
+                FORGET => reader.u32().map(|thread| {
+                    self.running.remove(&thread);
+                }),
+                _ => None,
+            };
+            if read.is_none() {
+                break; // cannot happen: only this file writes records
+            }
+        }
+    }
+
+    fn start(&mut self, reader: &mut Records<'_>) -> Option<()> {
+        let thread = reader.u32()?;
+        let at = reader.u64()?;
+        let prefix = reader.bytes()?;
+        let raw = reader.bytes()?;
+        let context = self.running.entry(thread).or_default();
+        context.clear();
+        put_context(context, prefix, &Context::of(raw));
+        self.clock.write(at, &mut self.text);
+        self.text.extend_from_slice(context);
+        put_tail(&mut self.text, None, MESSAGES[0]);
+        Some(())
+    }
+
+    fn end(&mut self, reader: &mut Records<'_>) -> Option<()> {
+        let thread = reader.u32()?;
+        let at = reader.u64()?;
+        let elapsed = reader.u64()?;
+        let message = MESSAGES.get(usize::from(reader.take(1)?[0]))?;
+        self.clock.write(at, &mut self.text);
+        if let Some(context) = self.running.get(&thread) {
+            self.text.extend_from_slice(context);
+        }
+        put_tail(&mut self.text, duration(elapsed), message);
+        Some(())
+    }
+
+    fn job(&mut self, reader: &mut Records<'_>) -> Option<()> {
+        let at = reader.u64()?;
+        let elapsed = reader.u64()?;
+        let message = MESSAGES.get(usize::from(reader.take(1)?[0]))?;
+        let prefix = reader.bytes()?;
+        let raw = reader.bytes()?;
+        self.clock.write(at, &mut self.text);
+        put_context(&mut self.text, prefix, &Context::of(raw));
+        put_tail(&mut self.text, duration(elapsed), message);
+        Some(())
+    }
+}
+
+fn duration(nanos: u64) -> Option<Duration> {
+    (nanos != NO_ELAPSED).then(|| Duration::from_nanos(nanos))
 }
 
 /// Reads the sink's records back, in order.
@@ -126,101 +261,101 @@ impl<'a> Records<'a> {
         Some(head)
     }
 
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)?.try_into().ok().map(u32::from_le_bytes)
+    }
+
     fn u64(&mut self) -> Option<u64> {
         self.take(8)?.try_into().ok().map(u64::from_le_bytes)
     }
 
     fn bytes(&mut self) -> Option<&'a [u8]> {
-        let len = u32::from_le_bytes(self.take(4)?.try_into().ok()?);
+        let len = self.u32()?;
         self.take(len as usize)
     }
-}
-
-fn write_out(records: &[u8]) {
-    if records.is_empty() {
-        return;
-    }
-    let bytes = format_records(records);
-    // SAFETY: the descriptor belongs to the Ruby process (its logger's IO); it is borrowed for this
-    // write and never closed here.
-    let mut out = ManuallyDrop::new(unsafe { File::from_raw_fd(FD.load(Ordering::Relaxed)) });
-    // A log that cannot be written (closed pipe, full disk) must not stop the jobs.
-    let _ = out.write_all(&bytes);
-}
-
-/// The lines the records stand for, in order.
-fn format_records(records: &[u8]) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(records.len() + records.len() / 4);
-    let mut clock = Timestamps::default();
-    let mut reader = Records { bytes: records };
-    while let Some(tag) = reader.take(1) {
-        let written = match tag[0] {
-            b'L' => reader.bytes().map(|line| bytes.extend_from_slice(line)),
-            b'J' => write_job(&mut reader, &mut clock, &mut bytes),
-            _ => None,
-        };
-        if written.is_none() {
-            break; // cannot happen: only this file writes records
-        }
-    }
-    bytes
-}
-
-fn write_job(reader: &mut Records<'_>, clock: &mut Timestamps, out: &mut Vec<u8>) -> Option<()> {
-    let at = UNIX_EPOCH + Duration::from_nanos(reader.u64()?);
-    let elapsed = Some(reader.u64()?)
-        .filter(|n| *n != u64::MAX)
-        .map(Duration::from_nanos);
-    let message = MESSAGES.get(usize::from(reader.take(1)?[0]))?;
-    let prefix = std::str::from_utf8(reader.bytes()?).ok()?;
-    let raw = reader.bytes()?;
-    clock.write(at, out);
-    format_line(out, prefix, &Context::of(raw), elapsed, message);
-    Some(())
 }
 
 /// Formats times as Sidekiq writes them, `2026-11-23T11:45:00.123Z`, the date and time once per
 /// second.
 #[derive(Default)]
 struct Timestamps {
-    second: u64,
-    prefix: String,
+    second: Option<u64>,
+    prefix: [u8; 20],
 }
 
 impl Timestamps {
-    fn write(&mut self, at: SystemTime, out: &mut Vec<u8>) {
-        let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
-        let second = since.as_secs();
-        if self.prefix.is_empty() || second != self.second {
+    /// Appends the time `nanos` after the epoch.
+    fn write(&mut self, nanos: u64, out: &mut Vec<u8>) {
+        let second = nanos / 1_000_000_000;
+        if self.second != Some(second) {
             let t = time::OffsetDateTime::from_unix_timestamp(second as i64)
                 .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-            self.prefix = format!(
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.",
-                t.year(),
-                u8::from(t.month()),
-                t.day(),
-                t.hour(),
-                t.minute(),
-                t.second()
-            );
-            self.second = second;
+            let mut prefix = Vec::with_capacity(20);
+            put_padded(&mut prefix, t.year().unsigned_abs(), 4);
+            prefix.push(b'-');
+            put_padded(&mut prefix, u8::from(t.month()).into(), 2);
+            prefix.push(b'-');
+            put_padded(&mut prefix, t.day().into(), 2);
+            prefix.push(b'T');
+            put_padded(&mut prefix, t.hour().into(), 2);
+            prefix.push(b':');
+            put_padded(&mut prefix, t.minute().into(), 2);
+            prefix.push(b':');
+            put_padded(&mut prefix, t.second().into(), 2);
+            prefix.push(b'.');
+            if let Ok(prefix) = prefix.try_into() {
+                self.prefix = prefix;
+                self.second = Some(second);
+            }
         }
-        out.extend_from_slice(self.prefix.as_bytes());
-        let ms = since.subsec_millis();
-        out.extend_from_slice(&[
-            b'0' + (ms / 100) as u8,
-            b'0' + (ms / 10 % 10) as u8,
-            b'0' + (ms % 10) as u8,
-            b'Z',
-        ]);
+        out.extend_from_slice(&self.prefix);
+        put_padded(out, (nanos / 1_000_000 % 1000) as u32, 3);
+        out.push(b'Z');
     }
 
     #[cfg(test)]
     fn at(&mut self, at: SystemTime) -> String {
         let mut out = Vec::new();
-        self.write(at, &mut out);
+        self.write(nanos_since_epoch(at), &mut out);
         String::from_utf8(out).unwrap_or_default()
     }
+}
+
+/// Appends `n` in decimal with at least `width` digits (zeros in front).
+fn put_padded(out: &mut Vec<u8>, n: u32, width: usize) {
+    let mut digits = [b'0'; 10];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let from = i.min(digits.len() - width.min(digits.len()));
+    out.extend_from_slice(&digits[from..]);
+}
+
+fn put_decimal(out: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+fn nanos_since_epoch(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(NO_ELAPSED - 1))
 }
 
 /// What a job's lines say about it, read from its JSON.
@@ -295,52 +430,92 @@ fn parsed_context(raw: &[u8]) -> Context<'static> {
     }
 }
 
-/// One thread's job lines: its pid and tid, written once.
-#[derive(Debug, Clone)]
+/// One thread's job lines: its pid and tid, written once, and whether the writer knows the job it
+/// is running (its `start` was recorded).
+#[derive(Debug)]
 pub struct JobLines {
+    thread: u32,
     prefix: String,
+    started: Cell<bool>,
+    recorded: Cell<bool>,
 }
 
 impl JobLines {
     pub fn new(tid: &str) -> JobLines {
         JobLines {
+            thread: NEXT_THREAD.fetch_add(1, Ordering::Relaxed),
             prefix: format!(" pid={} tid={tid}", std::process::id()),
+            started: Cell::new(false),
+            recorded: Cell::new(false),
         }
     }
 
+    /// Records the job's `start`: its bytes are copied here; the writer reads them.
     pub fn start(&self, raw: &[u8]) {
-        if enabled() {
-            self.record(raw, None, 0);
+        let on = enabled();
+        if on {
+            let at = nanos_since_epoch(SystemTime::now());
+            append(|records| put_start(records, self.thread, at, &self.prefix, raw));
+            self.recorded.set(true);
         }
+        self.started.set(on);
     }
 
     pub fn done(&self, raw: &[u8], elapsed: Duration) {
-        if enabled() {
-            self.record(raw, Some(elapsed), 1);
-        }
+        self.end(raw, elapsed, 1);
     }
 
     pub fn fail(&self, raw: &[u8], elapsed: Duration) {
-        if enabled() {
-            self.record(raw, Some(elapsed), 2);
-        }
+        self.end(raw, elapsed, 2);
     }
 
-    /// Appends the event to the sink: a few copies into a buffer that is already there; the writer
-    /// thread formats it.
-    fn record(&self, raw: &[u8], elapsed: Option<Duration>, message: u8) {
-        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1);
-        let at = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, nanos);
-        let elapsed = elapsed.map_or(u64::MAX, nanos);
-        append(|records| put_job(records, at, elapsed, message, &self.prefix, raw));
+    /// Records `done` or `fail`: a few bytes when the writer knows the job from its `start`, else
+    /// the job's bytes too.
+    fn end(&self, raw: &[u8], elapsed: Duration, message: u8) {
+        let started = self.started.replace(false);
+        if !enabled() {
+            return;
+        }
+        let at = nanos_since_epoch(SystemTime::now());
+        let elapsed = u64::try_from(elapsed.as_nanos()).unwrap_or(NO_ELAPSED - 1);
+        if started {
+            append(|records| put_end(records, self.thread, at, elapsed, message));
+        } else {
+            append(|records| put_job(records, at, elapsed, message, &self.prefix, raw));
+        }
     }
 }
 
-/// A job event's record (see [`Sink`]); `elapsed` is `u64::MAX` for none.
+impl Drop for JobLines {
+    fn drop(&mut self) {
+        if self.recorded.get() {
+            append(|records| {
+                records.push(FORGET);
+                records.extend_from_slice(&self.thread.to_le_bytes());
+            });
+        }
+    }
+}
+
+fn put_start(records: &mut Vec<u8>, thread: u32, at: u64, prefix: &str, raw: &[u8]) {
+    records.push(START);
+    records.extend_from_slice(&thread.to_le_bytes());
+    records.extend_from_slice(&at.to_le_bytes());
+    put_bytes(records, prefix.as_bytes());
+    put_bytes(records, raw);
+}
+
+fn put_end(records: &mut Vec<u8>, thread: u32, at: u64, elapsed: u64, message: u8) {
+    records.push(END);
+    records.extend_from_slice(&thread.to_le_bytes());
+    records.extend_from_slice(&at.to_le_bytes());
+    records.extend_from_slice(&elapsed.to_le_bytes());
+    records.push(message);
+}
+
+/// A job event standing alone; `elapsed` is [`NO_ELAPSED`] for none.
 fn put_job(records: &mut Vec<u8>, at: u64, elapsed: u64, message: u8, prefix: &str, raw: &[u8]) {
-    records.push(b'J');
+    records.push(JOB);
     records.extend_from_slice(&at.to_le_bytes());
     records.extend_from_slice(&elapsed.to_le_bytes());
     records.push(message);
@@ -348,14 +523,9 @@ fn put_job(records: &mut Vec<u8>, at: u64, elapsed: u64, message: u8, prefix: &s
     put_bytes(records, raw);
 }
 
-fn format_line(
-    out: &mut Vec<u8>,
-    prefix: &str,
-    ctx: &Context,
-    elapsed: Option<Duration>,
-    message: &str,
-) {
-    out.extend_from_slice(prefix.as_bytes());
+/// ` pid=… tid=… class=… jid=…` and `bid`/`tags` when the job has them.
+fn put_context(out: &mut Vec<u8>, prefix: &[u8], ctx: &Context) {
+    out.extend_from_slice(prefix);
     for (name, value) in [
         (" class=", Some(ctx.class.as_ref())),
         (" jid=", Some(ctx.jid.as_ref())),
@@ -367,6 +537,10 @@ fn format_line(
             out.extend_from_slice(value.as_bytes());
         }
     }
+}
+
+/// ` elapsed=… INFO: message` and the newline.
+fn put_tail(out: &mut Vec<u8>, elapsed: Option<Duration>, message: &str) {
     if let Some(elapsed) = elapsed {
         out.extend_from_slice(b" elapsed=");
         write_seconds(out, elapsed);
@@ -378,10 +552,10 @@ fn format_line(
 
 /// Seconds rounded to milliseconds as Ruby prints the Float Sidekiq logs: `0.0`, `0.012`, `1.5`.
 fn write_seconds(out: &mut Vec<u8>, elapsed: Duration) {
-    let ms = (elapsed.as_micros() + 500) / 1000;
-    out.extend_from_slice((ms / 1000).to_string().as_bytes());
+    let ms = u64::try_from((elapsed.as_micros() + 500) / 1000).unwrap_or(u64::MAX);
+    put_decimal(out, ms / 1000);
     out.push(b'.');
-    let mut frac = ms % 1000;
+    let mut frac = (ms % 1000) as u32;
     if frac == 0 {
         out.push(b'0');
         return;
@@ -391,8 +565,7 @@ fn write_seconds(out: &mut Vec<u8>, elapsed: Duration) {
         frac /= 10;
         digits -= 1;
     }
-    let text = format!("{frac:0digits$}");
-    out.extend_from_slice(text.as_bytes());
+    put_padded(out, frac, digits);
 }
 
 #[cfg(test)]
@@ -430,21 +603,96 @@ mod tests {
         assert_eq!(ctx.tags.as_deref(), Some("a,b"));
     }
 
+    const AT: u64 = 1_763_898_300_123_000_000;
+
+    fn formatted(output: &mut Output, records: &[u8]) -> String {
+        output.format(records);
+        String::from_utf8(std::mem::take(&mut output.text)).expect("utf-8")
+    }
+
     #[test]
     fn records_come_back_as_lines_in_order() {
         let mut records = Vec::new();
-        records.push(b'L');
+        records.push(LINE);
         put_bytes(&mut records, b"a line from Ruby\n");
-        let at = 1_763_898_300_123_000_000;
         let raw = br#"{"class":"HardWorker","jid":"abc"}"#;
-        put_job(&mut records, at, u64::MAX, 0, " pid=7 tid=t1", raw);
-        put_job(&mut records, at, 12_400_000, 1, " pid=7 tid=t1", raw);
-        let text = String::from_utf8(format_records(&records)).expect("utf-8");
+        let other = br#"{"class":"Other","jid":"xyz","bid":"b1"}"#;
+        put_start(&mut records, 1, AT, " pid=7 tid=t1", raw);
+        put_start(&mut records, 2, AT + 1_000_000, " pid=7 tid=t2", other);
+        put_end(&mut records, 1, AT + 13_000_000, 12_400_000, 1);
+        put_job(&mut records, AT, NO_ELAPSED, 0, " pid=7 tid=t3", raw);
+        put_job(&mut records, AT, 1_500_000_000, 2, " pid=7 tid=t3", raw);
+        let text = formatted(&mut Output::default(), &records);
         assert_eq!(
             text,
             "a line from Ruby\n\
              2025-11-23T11:45:00.123Z pid=7 tid=t1 class=HardWorker jid=abc INFO: start\n\
-             2025-11-23T11:45:00.123Z pid=7 tid=t1 class=HardWorker jid=abc elapsed=0.012 INFO: done\n"
+             2025-11-23T11:45:00.124Z pid=7 tid=t2 class=Other jid=xyz bid=b1 INFO: start\n\
+             2025-11-23T11:45:00.136Z pid=7 tid=t1 class=HardWorker jid=abc elapsed=0.012 INFO: done\n\
+             2025-11-23T11:45:00.123Z pid=7 tid=t3 class=HardWorker jid=abc INFO: start\n\
+             2025-11-23T11:45:00.123Z pid=7 tid=t3 class=HardWorker jid=abc elapsed=1.5 INFO: fail\n"
+        );
+    }
+
+    #[test]
+    fn an_end_finds_its_start_in_an_earlier_batch_until_the_thread_is_forgotten() {
+        let mut output = Output::default();
+        let mut first = Vec::new();
+        put_start(
+            &mut first,
+            9,
+            AT,
+            " pid=7 tid=t9",
+            br#"{"jid":"j9","class":"Nine"}"#,
+        );
+        formatted(&mut output, &first);
+        let mut second = Vec::new();
+        put_end(&mut second, 9, AT, 0, 2);
+        assert_eq!(
+            formatted(&mut output, &second),
+            "2025-11-23T11:45:00.123Z pid=7 tid=t9 class=Nine jid=j9 elapsed=0.0 INFO: fail\n"
+        );
+        let mut gone = vec![FORGET];
+        gone.extend_from_slice(&9u32.to_le_bytes());
+        formatted(&mut output, &gone);
+        assert!(output.running.is_empty());
+    }
+
+    #[test]
+    fn job_lines_reach_the_descriptor_by_flush_in_order() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        use std::os::unix::net::UnixStream;
+
+        let (ours, mut theirs) = UnixStream::pair().expect("socket pair");
+        configure(true, ours.as_raw_fd());
+        let lines = JobLines::new("tq");
+        let raw = br#"{"class":"HardWorker","jid":"abc"}"#;
+        lines.start(raw);
+        sink(b"from Ruby\n");
+        lines.done(raw, Duration::from_millis(5));
+        lines.start(raw);
+        configure(false, ours.as_raw_fd());
+        lines.fail(raw, Duration::from_millis(5)); // off: no line
+        configure(true, ours.as_raw_fd());
+        lines.done(raw, Duration::from_millis(7)); // its start was not recorded: stands alone
+        drop(lines);
+        flush();
+        configure(false, 1);
+        drop(ours);
+        let mut text = String::new();
+        theirs.read_to_string(&mut text).expect("read");
+        let shapes: Vec<&str> = text.lines().map(|l| l.get(24..).unwrap_or(l)).collect();
+        let pid = std::process::id();
+        assert_eq!(
+            shapes,
+            [
+                format!(" pid={pid} tid=tq class=HardWorker jid=abc INFO: start"),
+                "from Ruby".to_owned(),
+                format!(" pid={pid} tid=tq class=HardWorker jid=abc elapsed=0.005 INFO: done"),
+                format!(" pid={pid} tid=tq class=HardWorker jid=abc INFO: start"),
+                format!(" pid={pid} tid=tq class=HardWorker jid=abc elapsed=0.007 INFO: done"),
+            ]
         );
     }
 
@@ -456,6 +704,10 @@ mod tests {
         assert_eq!(
             clock.at(at + Duration::from_millis(1_001)),
             "2025-11-23T11:45:01.124Z"
+        );
+        assert_eq!(
+            clock.at(UNIX_EPOCH + Duration::from_millis(7)),
+            "1970-01-01T00:00:00.007Z"
         );
     }
 
@@ -469,20 +721,18 @@ mod tests {
         };
         let line = |elapsed: Option<Duration>, message: &str| {
             let mut out = Vec::new();
-            Timestamps::default().write(SystemTime::now(), &mut out);
-            format_line(&mut out, " pid=7 tid=t1", &ctx, elapsed, message);
+            put_context(&mut out, b" pid=7 tid=t1", &ctx);
+            put_tail(&mut out, elapsed, message);
             String::from_utf8(out).expect("utf-8")
         };
-        let line = line(Some(Duration::from_micros(12_400)), "done");
-        let (time, rest) = line.split_at(24);
-        assert!(time.ends_with('Z') && time.as_bytes()[10] == b'T', "{line}");
         assert_eq!(
-            rest,
+            line(Some(Duration::from_micros(12_400)), "done"),
             " pid=7 tid=t1 class=HardWorker jid=abc tags=x,y elapsed=0.012 INFO: done\n"
         );
-        let mut start = Vec::new();
-        format_line(&mut start, " pid=7 tid=t1", &ctx, None, "start");
-        assert!(start.ends_with(b"jid=abc tags=x,y INFO: start\n"));
+        assert_eq!(
+            line(None, "start"),
+            " pid=7 tid=t1 class=HardWorker jid=abc tags=x,y INFO: start\n"
+        );
         for (micros, text) in [
             (2_000_000, "2.0"),
             (0, "0.0"),
@@ -490,7 +740,9 @@ mod tests {
             (1_500_000, "1.5"),
             (10_000, "0.01"),
             (12_400, "0.012"),
+            (1_000, "0.001"),
             (61_999_600, "62.0"),
+            (123_456_789_000, "123456.789"),
         ] {
             let mut out = Vec::new();
             write_seconds(&mut out, Duration::from_micros(micros));

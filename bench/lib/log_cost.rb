@@ -1,0 +1,53 @@
+# frozen_string_literal: true
+
+require_relative "report"
+
+module Bench
+  # What queue's per-job log lines cost in throughput.rb: the `queue_logs` drain (lines on) against
+  # the `queue` drain (lines off) of the same round, which run one right after the other (their order
+  # alternating between rounds). Each round gives a paired cost, so a round in which the whole machine
+  # is slower moves both of its drains alike; the median of those paired costs is the figure the
+  # target is judged on. The cost computed from the two kinds' medians is shown beside it.
+  class LogCost
+    def initialize(rounds, summary)
+      @rounds = rounds
+      @summary = summary
+    end
+
+    # 1 − (jobs/s with lines) / (jobs/s without), per round.
+    def per_round = @rounds.map { |rd| cost(rd.fetch("queue_logs"), rd.fetch("queue")) }
+
+    def paired = Report.median(per_round)
+
+    def of_medians = cost(@summary.fetch("queue_logs"), @summary.fetch("queue"))
+
+    # Server CPU µs/job with lines minus without, per round.
+    def cpu_per_round = @rounds.map { |rd| cpu(rd.fetch("queue_logs")) - cpu(rd.fetch("queue")) }
+
+    def to_h
+      {"paired_median" => paired, "of_medians" => of_medians, "per_round" => per_round,
+       "server_cpu_us_per_job_per_round" => cpu_per_round}
+    end
+
+    def report_lines
+      [
+        "job lines' cost in jobs/s, each round (on vs off, same round): #{per_round.map { |c| percent(c) }.join(", ")}",
+        "  median of the rounds #{percent(paired)}; from the medians #{percent(of_medians)}",
+        "job lines' server CPU, each round: #{cpu_per_round.map { |d| format("%+.1f", d) }.join(", ")} µs/job " \
+          "(median #{format("%+.2f", Report.median(cpu_per_round))}; medians #{cpu_text})"
+      ]
+    end
+
+    private
+
+    def cost(on, off) = 1 - on.fetch("jobs_per_s") / off.fetch("jobs_per_s")
+
+    def cpu(run) = run.fetch("server_cpu_us_per_job")
+
+    def percent(value) = format("%+.1f%%", value * 100)
+
+    def cpu_text
+      "#{Report.num(cpu(@summary.fetch("queue_logs")), 1)} on, #{Report.num(cpu(@summary.fetch("queue")), 1)} off"
+    end
+  end
+end
