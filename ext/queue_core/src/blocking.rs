@@ -12,11 +12,17 @@ use redis::{ConnectionLike, FromRedisValue};
 use crate::connection::{Conn, Redis};
 use crate::error::{Error, Result};
 use crate::keys::Keys;
+use crate::reply_mode::{self, Replies, SwitchOn};
 
 /// A synchronous connection that redials after it breaks. One per thread.
+///
+/// Unreplied writes switch the connection's replies off and the next call switches them on in the
+/// same write (`reply_mode`): callers write plain commands and never see the switches.
 pub struct SyncConn {
     redis: Redis,
     conn: Option<redis::Connection>,
+    /// The mode of `conn`; a new connection answers.
+    replies: Replies,
     pid: u32,
 }
 
@@ -25,6 +31,7 @@ impl SyncConn {
         SyncConn {
             redis: redis.clone(),
             conn: None,
+            replies: Replies::On,
             pid: std::process::id(),
         }
     }
@@ -38,24 +45,45 @@ impl SyncConn {
         self.redis.keys()
     }
 
+    fn is_open(&self) -> bool {
+        self.conn.as_ref().is_some_and(|c| c.is_open())
+    }
+
+    /// Dials a connection if there is none open.
+    fn open(&mut self) -> Result<()> {
+        if !self.is_open() {
+            self.conn = None;
+            let conn = self.redis.dial_sync()?;
+            self.replies = Replies::On;
+            self.conn = Some(conn);
+        }
+        Ok(())
+    }
+
+    /// Maps a failure of the connection; one that broke it is dropped, to be dialled again.
+    fn failed(&mut self, e: redis::RedisError) -> Error {
+        let err = self.redis.command_error(e);
+        if err.is_connection() {
+            self.conn = None;
+        }
+        err
+    }
+
+    /// One round trip (or a few), with replies switched back on first if they are off.
     fn run<T>(
         &mut self,
-        op: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        op: impl FnOnce(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
     ) -> Result<T> {
-        if self.conn.as_ref().is_none_or(|c| !c.is_open()) {
-            self.conn = Some(self.redis.dial_sync()?);
-        }
+        self.open()?;
         let conn = self
             .conn
             .as_mut()
             .ok_or_else(|| Error::connection("not connected"))?;
-        op(conn).map_err(|e| {
-            let err = self.redis.command_error(e);
-            if err.is_connection() {
-                self.conn = None;
-            }
-            err
-        })
+        // Read after `open`: a connection it dialled answers.
+        let mut switching = SwitchOn::new(conn, self.replies);
+        let result = op(&mut switching);
+        self.replies = switching.mode();
+        result.map_err(|e| self.failed(e))
     }
 
     pub fn pipe<T: FromRedisValue>(&mut self, pipe: &redis::Pipeline) -> Result<T> {
@@ -74,19 +102,39 @@ impl SyncConn {
         self.run(|c| invocation.invoke(c))
     }
 
-    /// Writes commands whose replies are switched off (`CLIENT REPLY SKIP`), without reading
-    /// anything, on the connection already open. Never dials: a caller that must not block on a
-    /// connect (it holds the GVL) keeps the bytes for later instead.
+    /// Writes commands (packed) whose replies are not wanted, without reading anything, on the
+    /// connection already open. Never dials: a caller that must not block on a connect (it holds the
+    /// GVL) keeps the bytes for later instead. Redis runs them before anything written later here.
     pub fn send_unreplied(&mut self, packed: &[u8]) -> Result<()> {
-        if self.conn.as_ref().is_none_or(|c| !c.is_open()) {
+        if !self.is_open() {
             return Err(Error::connection("not connected"));
         }
-        self.run(|c| c.send_packed_command(packed))
+        self.write_unreplied(packed)
     }
 
     /// Like [`SyncConn::send_unreplied`], dialling first if there is no connection.
     pub fn send_dialling(&mut self, packed: &[u8]) -> Result<()> {
-        self.run(|c| c.send_packed_command(packed))
+        self.write_unreplied(packed)
+    }
+
+    fn write_unreplied(&mut self, packed: &[u8]) -> Result<()> {
+        self.open()?;
+        let bytes = reply_mode::unreplied(self.replies, packed);
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(Error::connection("not connected"));
+        };
+        match conn.send_packed_command(&bytes) {
+            Ok(()) => {
+                self.replies = Replies::Off;
+                Ok(())
+            }
+            Err(e) => {
+                // Perhaps partly written: the connection's mode is unknown, so it is not used again.
+                let err = self.failed(e);
+                self.conn = None;
+                Err(err)
+            }
+        }
     }
 }
 

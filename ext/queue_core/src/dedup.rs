@@ -435,14 +435,10 @@ struct Peek<'a> {
     class: Option<Cow<'a, str>>,
 }
 
-/// `cmd` with its reply switched off (`CLIENT REPLY SKIP` first), ready to write without reading.
+/// The bytes of `cmd` for a write whose reply is not read ([`crate::blocking::SyncConn`] switches the
+/// connection's replies off first: `reply_mode.rs`).
 pub fn unreplied(cmd: &redis::Cmd) -> Vec<u8> {
-    let mut bytes = redis::cmd("CLIENT")
-        .arg("REPLY")
-        .arg("SKIP")
-        .get_packed_command();
-    bytes.extend(cmd.get_packed_command());
-    bytes
+    cmd.get_packed_command()
 }
 
 /// Sets (`on`) or clears a feature flag in `jq:features`.

@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod migrate;
 pub mod notify;
 pub mod ordered;
+pub mod reply_mode;
 pub mod retry;
 pub mod scheduler;
 pub mod scripts;

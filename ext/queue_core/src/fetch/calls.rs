@@ -89,22 +89,16 @@ pub fn fetched_units(
         .collect())
 }
 
-/// The bytes that acknowledge a finished job: `LREM` from its working list, with the reply switched
-/// off (`CLIENT REPLY SKIP`), so the fetcher writes it and goes on without waiting. Redis runs it
-/// before anything the fetcher sends later on the same connection.
+/// The bytes that acknowledge a finished job: `LREM` from its working list, written without reading a
+/// reply (the fetcher's connection switches replies off: `reply_mode.rs`), so the fetcher writes it
+/// and goes on without waiting. Redis runs it before anything the fetcher sends later on the same
+/// connection.
 pub fn ack_command(unit: &Unit) -> Vec<u8> {
-    let mut bytes = redis::cmd("CLIENT")
-        .arg("REPLY")
-        .arg("SKIP")
-        .get_packed_command();
-    bytes.extend(
-        redis::cmd("LREM")
-            .arg(&unit.working)
-            .arg(-1)
-            .arg(&unit.raw)
-            .get_packed_command(),
-    );
-    bytes
+    redis::cmd("LREM")
+        .arg(&unit.working)
+        .arg(-1)
+        .arg(&unit.raw)
+        .get_packed_command()
 }
 
 /// What became of a fetch call whose reply was lost.
@@ -241,7 +235,7 @@ mod tests {
     }
 
     #[test]
-    fn an_ack_is_an_unreplied_lrem_from_the_tail() {
+    fn an_ack_is_an_lrem_from_the_tail() {
         let unit = Unit {
             index: 0,
             queue: "default".into(),
@@ -251,8 +245,7 @@ mod tests {
         let text = String::from_utf8(ack_command(&unit)).expect("utf-8");
         assert_eq!(
             text,
-            "*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$4\r\nSKIP\r\n\
-             *4\r\n$4\r\nLREM\r\n$27\r\njq:working:h:1:x:t1:default\r\n$2\r\n-1\r\n$11\r\n{\"jid\":\"a\"}\r\n"
+            "*4\r\n$4\r\nLREM\r\n$27\r\njq:working:h:1:x:t1:default\r\n$2\r\n-1\r\n$11\r\n{\"jid\":\"a\"}\r\n"
         );
     }
 

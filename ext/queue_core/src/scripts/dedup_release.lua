@@ -1,6 +1,6 @@
 -- Release a running job's idempotency key (dedup_fns.lua: only if the job still holds it), after
 -- acknowledging the job when it has finished, and read the positions kept for it beside the key.
--- Sent unreplied (CLIENT REPLY SKIP) as EVAL, never EVALSHA, so it cannot be skipped as NOSCRIPT.
+-- Sent unreplied (its reply switched off) as EVAL, never EVALSHA, so it cannot be skipped as NOSCRIPT.
 --
 -- KEYS[1] idempotency key   KEYS[2] its side hash   KEYS[3] the queue   KEYS[4] queues
 -- KEYS[5] the working list holding the job
