@@ -609,6 +609,39 @@ fn a_prefetching_fetcher_takes_many_batches_of_fast_ids_and_one_of_slow_ones() {
 }
 
 #[test]
+fn a_repeated_settle_counts_and_deletes_only_what_is_still_in_processing() {
+    let fx = Fx::new("", 1);
+    let (mut conn, own) = fx.owner(P1);
+    let jobs: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|id| job(id, "p", 1.0, 1.0))
+        .collect();
+    push(&mut conn, &fx.q, &jobs).expect("push");
+    let mut f = fx.fetcher(P1, 3);
+    let b = take(&mut f, &mut conn, &own);
+    assert_eq!(b.jobs.len(), 3);
+    let done = |ids: &[&str]| -> Vec<(String, Outcome)> {
+        ids.iter()
+            .map(|id| (id.to_string(), Outcome::Done))
+            .collect()
+    };
+    let s = settle(&mut conn, &fx.q, P1, b.shard, &done(&["a", "b"]), 25).expect("settle");
+    assert_eq!(s.processed, 2);
+    // The same settle again (its reply was lost), now with c: only c is still in processing.
+    let s = settle(&mut conn, &fx.q, P1, b.shard, &done(&["a", "b", "c"]), 25).expect("settle");
+    assert_eq!(s.processed, 1);
+    assert_eq!(fx.count("processed"), 3);
+    assert!(!fx.has("processing:payloads:c"));
+    assert_eq!(
+        fx.field("processing_length_by_shard", "0").as_deref(),
+        Some("0")
+    );
+    let s = settle(&mut conn, &fx.q, P1, b.shard, &done(&["c"]), 25).expect("settle");
+    assert_eq!(s.processed, 0);
+    assert_eq!(fx.count("processed"), 3);
+}
+
+#[test]
 fn lag_picks_the_most_late_shard_and_seq_goes_round() {
     let fx = Fx::new("", 5);
     let (mut conn, own) = fx.owner(P1);

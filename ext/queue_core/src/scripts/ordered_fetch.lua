@@ -25,7 +25,7 @@ local function ordered_take(p, s, batch, now)
   local perr = p .. 'processing:errors:' .. s
   -- The shard's ids in processing are exactly the fields of ppi (written and removed with them).
   local in_flight = redis.call('HLEN', ppi)
-  local due = redis.call('ZRANGEBYSCORE', sk, '-inf', now, 'WITHSCORES', 'LIMIT', 0, batch + in_flight)
+  local due = redis.call('ZRANGEBYSCORE', sk, '-inf', now, 'WITHSCORES', 'LIMIT', '0', batch + in_flight)
   local out = {s}
   if #due == 0 then
     return out
@@ -61,7 +61,8 @@ local function ordered_take(p, s, batch, now)
     local id, perform_in, retry, err = taken[i], taken_at[i], retries[i] or '-1', errs[i]
     local pk = p .. 'payloads:' .. id
     -- Reading the payloads first tells a good key (a non-empty sorted set) from bad data, no TYPE.
-    local payloads = redis.pcall('ZRANGE', pk, 0, -1, 'WITHSCORES')
+    -- Numbers as strings: Lua would format each with sprintf.
+    local payloads = redis.pcall('ZRANGE', pk, '0', '-1', 'WITHSCORES')
     if type(payloads) == 'table' and not payloads.err and #payloads > 0 then
       redis.call('RENAME', pk, p .. 'processing:payloads:' .. id)
       at_fields[#at_fields + 1], at_fields[#at_fields + 2] = id, perform_in
@@ -99,7 +100,7 @@ local function ordered_fetch(leases, ARGV)
   for i = 5, #ARGV do
     local s = ARGV[i]
     if owners[i - 4] == me then
-      local first = redis.call('ZRANGE', p .. 'ids_scored_by_perform_in:' .. s, 0, 0, 'WITHSCORES')
+      local first = redis.call('ZRANGE', p .. 'ids_scored_by_perform_in:' .. s, '0', '0', 'WITHSCORES')
       local at = first[2] and tonumber(first[2])
       if at and at <= now then
         candidates[#candidates + 1] = {s, at, i}

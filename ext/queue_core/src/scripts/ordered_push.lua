@@ -36,8 +36,9 @@ for n = 1, #ids do
     local i = first[ids[n]]
     local id, shard, perform_in = ARGV[i], ARGV[i + 1], ARGV[i + 4]
     at[#at + 1], at[#at + 2] = perform_in, id
-    lex[#lex + 1], lex[#lex + 2] = 0, id
-    retry[#retry + 1], retry[#retry + 2] = -1, id
+    -- Numbers as strings: Lua would format each with sprintf.
+    lex[#lex + 1], lex[#lex + 2] = '0', id
+    retry[#retry + 1], retry[#retry + 2] = '-1', id
     if not by_shard[shard] then
       by_shard[shard] = {}
       shards[#shards + 1] = shard

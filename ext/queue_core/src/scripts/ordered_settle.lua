@@ -41,20 +41,18 @@ local function ordered_settle(leases, ARGV)
     done[#done + 1] = ARGV[i]
   end
   if #done > 0 then
-    -- Only ids still in processing are settled (a repeated settle finds them gone).
-    local present = ordered_read('HMGET', ppi, done)
-    local ids, keys = {}, {}
-    for i = 1, #done do
-      if present[i] then
-        ids[#ids + 1], keys[#keys + 1] = done[i], p .. 'processing:payloads:' .. done[i]
+    -- HDEL counts the ids still in processing: a repeated settle finds them gone, and then the
+    -- other deletes find nothing either.
+    local n = ordered_each('HDEL', ppi, done)
+    if n > 0 then
+      local keys = {}
+      for i = 1, #done do
+        keys[i] = p .. 'processing:payloads:' .. done[i]
       end
-    end
-    if #ids > 0 then
-      ordered_each('HDEL', ppi, ids)
-      ordered_each('HDEL', prc, ids)
-      if redis.call('HLEN', perr) > 0 then ordered_each('HDEL', perr, ids) end
+      ordered_each('HDEL', prc, done)
+      if redis.call('HLEN', perr) > 0 then ordered_each('HDEL', perr, done) end
       ordered_del(keys)
-      settled, processed = #ids, #ids
+      settled, processed = n, n
     end
   end
   for i = 7 + oks, #ARGV, 4 do
