@@ -293,15 +293,15 @@ impl Timestamps {
             let mut prefix = Vec::with_capacity(20);
             put_padded(&mut prefix, t.year().unsigned_abs(), 4);
             prefix.push(b'-');
-            put_padded(&mut prefix, u8::from(t.month()).into(), 2);
+            put_padded(&mut prefix, u8::from(t.month()), 2);
             prefix.push(b'-');
-            put_padded(&mut prefix, t.day().into(), 2);
+            put_padded(&mut prefix, t.day(), 2);
             prefix.push(b'T');
-            put_padded(&mut prefix, t.hour().into(), 2);
+            put_padded(&mut prefix, t.hour(), 2);
             prefix.push(b':');
-            put_padded(&mut prefix, t.minute().into(), 2);
+            put_padded(&mut prefix, t.minute(), 2);
             prefix.push(b':');
-            put_padded(&mut prefix, t.second().into(), 2);
+            put_padded(&mut prefix, t.second(), 2);
             prefix.push(b'.');
             if let Ok(prefix) = prefix.try_into() {
                 self.prefix = prefix;
@@ -309,7 +309,7 @@ impl Timestamps {
             }
         }
         out.extend_from_slice(&self.prefix);
-        put_padded(out, (nanos / 1_000_000 % 1000) as u32, 3);
+        put_padded(out, nanos / 1_000_000 % 1000, 3);
         out.push(b'Z');
     }
 
@@ -322,10 +322,10 @@ impl Timestamps {
 }
 
 /// Appends `n` in decimal with at least `width` digits (zeros in front).
-fn put_padded(out: &mut Vec<u8>, n: u32, width: usize) {
-    let mut digits = [b'0'; 10];
+fn put_padded(out: &mut Vec<u8>, n: impl Into<u64>, width: usize) {
+    let mut digits = [b'0'; 20];
     let mut i = digits.len();
-    let mut n = n;
+    let mut n = n.into();
     loop {
         i -= 1;
         digits[i] = b'0' + (n % 10) as u8;
@@ -339,18 +339,7 @@ fn put_padded(out: &mut Vec<u8>, n: u32, width: usize) {
 }
 
 fn put_decimal(out: &mut Vec<u8>, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
+    put_padded(out, n, 1);
 }
 
 fn nanos_since_epoch(at: SystemTime) -> u64 {

@@ -25,16 +25,23 @@ fn reply_switches(c: &mut redis::Connection) -> u64 {
         .map_or(0, |n| n.parse().expect("a count"))
 }
 
-#[test]
-fn unreplied_writes_run_in_order_and_each_call_reads_its_own_reply() {
+/// A server with its stats reset, a connection to check it with, a list key, and the connection
+/// under test (not dialled yet).
+fn fresh() -> (TestRedis, redis::Connection, String, SyncConn) {
     let r = TestRedis::start();
     let mut check = r.conn();
     let key = r.key("list");
-    let mut conn = SyncConn::new(&r.redis());
+    let conn = SyncConn::new(&r.redis());
     redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .query::<()>(&mut check)
         .expect("reset");
+    (r, check, key, conn)
+}
+
+#[test]
+fn unreplied_writes_run_in_order_and_each_call_reads_its_own_reply() {
+    let (_r, mut check, key, mut conn) = fresh();
 
     conn.send_dialling(&rpush(&key, "a")).expect("write");
     conn.send_unreplied(&rpush(&key, "b")).expect("write");
@@ -68,14 +75,7 @@ fn unreplied_writes_run_in_order_and_each_call_reads_its_own_reply() {
 
 #[test]
 fn a_new_connection_starts_with_replies_on() {
-    let r = TestRedis::start();
-    let mut check = r.conn();
-    let key = r.key("list");
-    let mut conn = SyncConn::new(&r.redis());
-    redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query::<()>(&mut check)
-        .expect("reset");
+    let (_r, mut check, key, mut conn) = fresh();
     conn.send_dialling(&rpush(&key, "a")).expect("write");
     wait_for("the write to land", || llen(&mut check, &key) == 1);
     // The connection dies while its replies are off.
