@@ -33,9 +33,9 @@ module JobQueue
       end
 
       # Runs one batch if there is one; true if it did (so the caller looks for more at once).
-      def step(fetch: true)
+      def step
         flush_pending
-        @held ||= fetch_from_any if fetch
+        @held ||= fetch_from_any
         return false unless @held
 
         held = @held
@@ -45,7 +45,7 @@ module JobQueue
         held.oldest.merge!(oldest)
         if held.finished?
           @held = nil
-          settle(held, fetch: fetch)
+          settle(held, fetch: true)
         end
         true
       end
