@@ -25,6 +25,18 @@ module JobQueue
         @ordered_server_middlewares ||= []
       end
 
+      # Runs `worker.perform(batch)` inside the ordered server middlewares, the first outermost (as a
+      # server does, and the test modes).
+      def run_ordered(worker, batch)
+        chain = ordered_server_middlewares
+        call = lambda do |i|
+          return worker.perform(batch) if i == chain.size
+
+          chain[i].call(worker, batch) { call.call(i + 1) }
+        end
+        call.call(0)
+      end
+
       def ordered_scheduler
         @ordered_scheduler || :lag
       end

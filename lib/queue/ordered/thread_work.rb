@@ -40,7 +40,7 @@ module JobQueue
 
         held = @held
         worker = held.worker
-        outcomes, oldest = run(worker, held.unstarted.first(worker.batch_size))
+        outcomes, oldest = run(worker, held.jobs[held.ran, worker.batch_size])
         held.outcomes.concat(outcomes)
         held.oldest.merge!(oldest)
         if held.finished?
@@ -130,7 +130,7 @@ module JobQueue
         error = nil
         unless payloads_by_id.empty?
           begin
-            invoke(worker, payloads_by_id)
+            @config.run_ordered(worker, payloads_by_id)
           rescue Shutdown
             raise
           rescue Exception => e # rubocop:disable Lint/RescueException
@@ -144,17 +144,6 @@ module JobQueue
           [id, failure && [error_text(failure), retry_in(worker, retry_count + 1)]]
         end
         [outcomes, jobs.to_h { |id, _rc, _at, payloads| [id, payloads.first] }]
-      end
-
-      # Server middlewares `(worker, batch, &block)`, the first outermost, around `perform`.
-      def invoke(worker, batch)
-        chain = @config.ordered_server_middlewares
-        call = lambda do |i|
-          return worker.perform(batch) if i == chain.size
-
-          chain[i].call(worker, batch) { call.call(i + 1) }
-        end
-        call.call(0)
       end
 
       # Settles what ran of `batch` (with the next fetch when `fetch`).

@@ -36,20 +36,9 @@ module JobQueue
           end
         end
 
-        # Runs one batch as a server would: the ordered server middlewares around `perform`.
-        def perform(worker, payloads_by_id)
-          chain = JobQueue.config.ordered_server_middlewares
-          call = lambda do |i|
-            return worker.perform(payloads_by_id) if i == chain.size
-
-            chain[i].call(worker, payloads_by_id) { call.call(i + 1) }
-          end
-          call.call(0)
-        end
-
         # Runs every batch of the rows, in order.
         def run(worker, rows)
-          batches(worker, rows).each { |payloads_by_id| perform(worker, payloads_by_id) }
+          batches(worker, rows).each { |payloads_by_id| JobQueue.config.run_ordered(worker, payloads_by_id) }
         end
 
         # Fake mode: keeps the rows; returns how many of their ids were not held before.

@@ -30,18 +30,8 @@ for i = 3, #ARGV, 2 do
   local id, s = ARGV[i], ARGV[i + 1]
   if action == 'requeue' then
     if redis.call('ZSCORE', p .. 'morgue:all_ids_lex', id) then
-      local pk, mk = p .. 'payloads:' .. id, p .. 'morgue:payloads:' .. id
-      if redis.call('EXISTS', mk) == 1 then
-        ordered_union(p, id, pk, mk, now)
-      end
-      if redis.call('EXISTS', pk) == 1 then
-        redis.call('ZADD', p .. 'all_ids_lex', 0, id)
-        redis.call('ZADD', p .. 'all_ids_scored_by_perfrom_in', now, id)
-        redis.call('ZADD', p .. 'all_ids_scored_by_retry_count', -1, id)
-        redis.call('ZADD', p .. 'ids_scored_by_perform_in:' .. s, now, id)
-        local err = redis.call('HGET', p .. 'morgue:errors', id)
-        if err then redis.call('HSET', p .. 'errors', id, err) end
-      end
+      local err = redis.call('HGET', p .. 'morgue:errors', id)
+      ordered_requeue(p, s, id, p .. 'morgue:payloads:' .. id, now, -1, err, now)
       unmorgue(id)
       changed = changed + 1
     end

@@ -30,13 +30,13 @@ local function ordered_union(p, id, dest, from, now)
   redis.call('DEL', from)
 end
 
--- Returns an id taken from shard `s` to the queue unrun, as it was fetched: what it was fetched with
--- (`processing:payloads:<id>`) merges into what was pushed meanwhile, and, when the id has payloads,
--- it is indexed again with its own perform_in, retry_count and error (if any).
-local function ordered_return(p, s, id, perform_in, retry, err, now)
-  local pk, ppk = p .. 'payloads:' .. id, p .. 'processing:payloads:' .. id
-  if redis.call('EXISTS', ppk) == 1 then
-    ordered_union(p, id, pk, ppk, now)
+-- Queues id `id` of shard `s` again with what it brings back in the sorted set `from` (the payloads it
+-- was fetched with, or its morgue entry's): they merge into what was pushed meanwhile, and, when the
+-- id has payloads, it is indexed with the given perform_in, retry_count and error (if any).
+local function ordered_requeue(p, s, id, from, perform_in, retry, err, now)
+  local pk = p .. 'payloads:' .. id
+  if redis.call('EXISTS', from) == 1 then
+    ordered_union(p, id, pk, from, now)
   end
   if redis.call('EXISTS', pk) == 1 then
     redis.call('ZADD', p .. 'all_ids_lex', 0, id)
@@ -45,6 +45,12 @@ local function ordered_return(p, s, id, perform_in, retry, err, now)
     redis.call('ZADD', p .. 'ids_scored_by_perform_in:' .. s, perform_in, id)
     if err then redis.call('HSET', p .. 'errors', id, err) end
   end
+end
+
+-- Returns an id taken from shard `s` to the queue unrun, as it was fetched (its processing payloads,
+-- perform_in, retry_count and error).
+local function ordered_return(p, s, id, perform_in, retry, err, now)
+  ordered_requeue(p, s, id, p .. 'processing:payloads:' .. id, perform_in, retry, err, now)
 end
 
 -- Runs `cmd key item item ...` over `items` in slices small enough for `unpack` (so a batch of any

@@ -87,18 +87,9 @@ local function ordered_settle(leases, ARGV)
           retry = reset
           perform_in = now
         end
-        if redis.call('EXISTS', ppk) == 1 then
-          ordered_union(p, id, p .. 'payloads:' .. id, ppk, now)
-        end
         -- Requeued if any payload is left (the failed ones, or ones pushed meanwhile); updating an
         -- id already queued by a push gives it the failed job's perform_in and retry_count.
-        if redis.call('EXISTS', p .. 'payloads:' .. id) == 1 then
-          redis.call('ZADD', p .. 'all_ids_lex', 0, id)
-          redis.call('ZADD', p .. 'all_ids_scored_by_perfrom_in', perform_in, id)
-          redis.call('ZADD', p .. 'all_ids_scored_by_retry_count', retry, id)
-          redis.call('ZADD', p .. 'ids_scored_by_perform_in:' .. s, perform_in, id)
-          redis.call('HSET', p .. 'errors', id, err)
-        end
+        ordered_requeue(p, s, id, ppk, perform_in, retry, err, now)
       end
     end
   end
