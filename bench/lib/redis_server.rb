@@ -4,10 +4,25 @@ require "queue/testing/redis_server"
 
 module Bench
   # The benchmark's own redis-server (see JobQueue::Testing::RedisServer), with the reads the
-  # benchmarks need.
+  # benchmarks need. The servers and clients under test reach it over a unix socket, or over TCP on
+  # 127.0.0.1 with TRANSPORT=tcp (as most production Redis is reached); the benchmark's own reads
+  # always use the socket.
   class RedisServer < JobQueue::Testing::RedisServer
+    TRANSPORTS = %w[unix tcp].freeze
+
+    def self.transport
+      ENV.fetch("TRANSPORT", "unix").tap do |t|
+        raise ArgumentError, "TRANSPORT must be one of #{TRANSPORTS.join(", ")}, not #{t.inspect}" unless TRANSPORTS.include?(t)
+      end
+    end
+
     def initialize
-      super(prefix: "queue-bench-redis")
+      super(prefix: "queue-bench-redis", tcp: self.class.transport == "tcp")
+    end
+
+    # What the servers and clients under test dial.
+    def url
+      self.class.transport == "tcp" ? tcp_url : super
     end
 
     # A redis gem client for the benchmark's own reads (flush, lengths, stats, INFO).

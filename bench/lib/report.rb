@@ -4,6 +4,7 @@ require "json"
 require "fileutils"
 require "time"
 require_relative "cpu"
+require_relative "redis_server"
 
 module Bench
   # Medians, plain-text tables and the JSON record of a run.
@@ -99,6 +100,7 @@ module Bench
         "loadavg" => Cpu.loadavg,
         "ruby" => RUBY_DESCRIPTION,
         "redis_server" => redis_version,
+        "redis_transport" => RedisServer.transport,
         "redis_gem" => Redis::VERSION,
         "sidekiq" => Sidekiq::VERSION,
         "queue" => JobQueue::VERSION
@@ -107,7 +109,7 @@ module Bench
 
     def load_line(before, after)
       "machine: #{Cpu.cores} cores, load average #{before.map { |l| format("%.2f", l) }.join(" ")} before, " \
-        "#{after.map { |l| format("%.2f", l) }.join(" ")} after"
+        "#{after.map { |l| format("%.2f", l) }.join(" ")} after; Redis over #{RedisServer.transport == "tcp" ? "TCP" : "a unix socket"}"
     end
 
     # Writes bench/results/<timestamp>-<name>.json and returns its path.

@@ -10,7 +10,7 @@ JobQueue.configure { |c| c.redis = {url: ENV["REDIS_URL"]} } if ENV["REDIS_URL"]
 
 module Record
   def self.redis
-    Thread.current[:record_redis] ||= Redis.new(path: ENV.fetch("REDIS_URL").delete_prefix("unix://"))
+    Thread.current[:record_redis] ||= Redis.new(url: ENV.fetch("REDIS_URL"))
   end
 end
 

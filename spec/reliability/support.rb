@@ -12,8 +12,8 @@ module ReliabilityHelpers
   end
 
   # Starts `exe/queue -r spec/apps/<app> <args>`; the process is stopped after the example.
-  def start_server(app, *args)
-    server = ServerProcess.new(app: app, args: args).start
+  def start_server(app, *args, env: {})
+    server = ServerProcess.new(app: app, args: args, env: env).start
     servers << server
     server
   end

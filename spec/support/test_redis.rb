@@ -2,14 +2,15 @@
 
 require "queue/testing/redis_server"
 
-# The suite's private redis-server (a unix socket in a temp dir; never the machine's own Redis, never
-# port 6379), shared by every example and flushed before each.
+# The suite's private redis-server (a unix socket in a temp dir, and a free TCP port on 127.0.0.1 for
+# the examples that need TCP; never the machine's own Redis, never port 6379), shared by every example
+# and flushed before each.
 module TestRedis
   class << self
     def start
       return if @server
 
-      @server = JobQueue::Testing::RedisServer.new(prefix: "queue-test-redis").start
+      @server = JobQueue::Testing::RedisServer.new(prefix: "queue-test-redis", tcp: true).start
       at_exit { stop }
     end
 
@@ -33,6 +34,10 @@ module TestRedis
 
     def url
       @server.url
+    end
+
+    def tcp_url
+      @server.tcp_url
     end
 
     # A redis gem client, for tests to inspect and arrange data.

@@ -4,7 +4,8 @@
 //! [`SyncConn`] is a plain synchronous connection: a write and a read per call, nothing else (about
 //! 7 µs of CPU a call here, against ~20 µs through a runtime and a multiplexed connection). The Ruby
 //! client pushes on one per thread, and each fetcher runs on one, where it also writes commands whose
-//! replies are switched off (acknowledgements) without waiting. [`BlockingConn`] drives any async
+//! replies are switched off (acknowledgements) without waiting; over TCP those wait in the kernel for
+//! the connection's next round trip (`tcp_hold`). [`BlockingConn`] drives any async
 //! engine operation on a current-thread runtime, for the rest (reads such as `stats`).
 
 use redis::{ConnectionLike, FromRedisValue};
@@ -13,6 +14,7 @@ use crate::connection::{Conn, Redis};
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::reply_mode::{self, Replies, SwitchOn};
+use crate::tcp_hold::TcpHold;
 
 /// A synchronous connection that redials after it breaks. One per thread.
 ///
@@ -21,6 +23,9 @@ use crate::reply_mode::{self, Replies, SwitchOn};
 pub struct SyncConn {
     redis: Redis,
     conn: Option<redis::Connection>,
+    /// The socket of `conn` when unreplied writes can wait in the kernel for the next round trip
+    /// (TCP); set with `conn`, cleared with it.
+    hold: Option<TcpHold>,
     /// The mode of `conn`; a new connection answers.
     replies: Replies,
     pid: u32,
@@ -31,6 +36,7 @@ impl SyncConn {
         SyncConn {
             redis: redis.clone(),
             conn: None,
+            hold: None,
             replies: Replies::On,
             pid: std::process::id(),
         }
@@ -52,8 +58,13 @@ impl SyncConn {
     /// Dials a connection if there is none open.
     fn open(&mut self) -> Result<()> {
         if !self.is_open() {
-            self.conn = None;
-            let conn = self.redis.dial_sync()?;
+            self.drop_conn();
+            let mut conn = self.redis.dial_sync()?;
+            self.hold = if self.redis.is_plain_tcp() {
+                TcpHold::find(&mut conn)
+            } else {
+                None
+            };
             self.replies = Replies::On;
             self.conn = Some(conn);
         }
@@ -64,9 +75,14 @@ impl SyncConn {
     fn failed(&mut self, e: redis::RedisError) -> Error {
         let err = self.redis.command_error(e);
         if err.is_connection() {
-            self.conn = None;
+            self.drop_conn();
         }
         err
+    }
+
+    fn drop_conn(&mut self) {
+        self.hold = None;
+        self.conn = None;
     }
 
     /// One round trip (or a few), with replies switched back on first if they are off.
@@ -123,7 +139,11 @@ impl SyncConn {
         let Some(conn) = self.conn.as_mut() else {
             return Err(Error::connection("not connected"));
         };
-        match conn.send_packed_command(&bytes) {
+        let sent = match &self.hold {
+            Some(hold) => hold.send_held(&bytes).map_err(redis::RedisError::from),
+            None => conn.send_packed_command(&bytes),
+        };
+        match sent {
             Ok(()) => {
                 self.replies = Replies::Off;
                 Ok(())
@@ -131,7 +151,7 @@ impl SyncConn {
             Err(e) => {
                 // Perhaps partly written: the connection's mode is unknown, so it is not used again.
                 let err = self.failed(e);
-                self.conn = None;
+                self.drop_conn();
                 Err(err)
             }
         }

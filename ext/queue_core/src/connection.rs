@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, FromRedisValue};
+use redis::{AsyncConnectionConfig, FromRedisValue, IntoConnectionInfo};
 
 use crate::connect_error::{mask, ConnectError, ConnectErrorKind};
 use crate::error::{Error, Result};
@@ -82,8 +82,19 @@ impl std::fmt::Debug for Redis {
 impl Redis {
     /// Validates the URL; does not dial.
     pub fn new(config: RedisConfig) -> Result<Redis> {
+        let invalid = |e: redis::RedisError| {
+            Error::InvalidArgument(format!("invalid Redis URL {:?}: {e}", redact(&config.url)))
+        };
+        // Nagle's algorithm would hold a call written right after an unreplied one until Redis's
+        // delayed ACK of the first (~40 ms): every fetch after an ack. The crate leaves it on.
+        let info = config
+            .url
+            .as_str()
+            .into_connection_info()
+            .map_err(invalid)?
+            .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
         let client = match &config.ca_file {
-            None => redis::Client::open(config.url.as_str()),
+            None => redis::Client::open(info),
             Some(path) => {
                 let root_cert = std::fs::read(path).map_err(|e| {
                     Error::InvalidArgument(format!(
@@ -95,12 +106,10 @@ impl Redis {
                     client_tls: None,
                     root_cert: Some(root_cert),
                 };
-                redis::Client::build_with_tls(config.url.as_str(), certs)
+                redis::Client::build_with_tls(info, certs)
             }
         }
-        .map_err(|e| {
-            Error::InvalidArgument(format!("invalid Redis URL {:?}: {e}", redact(&config.url)))
-        })?;
+        .map_err(invalid)?;
         Ok(Redis {
             inner: Arc::new(RedisInner {
                 client,
@@ -137,6 +146,14 @@ impl Redis {
             blocking: true,
             client_id: None,
         }
+    }
+
+    /// Whether connections are plain TCP (not TLS, not a unix socket).
+    pub(crate) fn is_plain_tcp(&self) -> bool {
+        matches!(
+            self.inner.client.get_connection_info().addr(),
+            redis::ConnectionAddr::Tcp(..)
+        )
     }
 
     /// A plain synchronous connection (no runtime), for one-command calls from a caller's thread.

@@ -39,6 +39,7 @@ pub mod scripts;
 pub mod server;
 pub mod settle;
 pub mod supervisor;
+mod tcp_hold;
 pub mod tls_probe;
 
 pub use connect_error::{ConnectError, ConnectErrorKind};

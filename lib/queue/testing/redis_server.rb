@@ -7,7 +7,8 @@ require "fileutils"
 module JobQueue
   module Testing
     # A private redis-server for tests, benchmarks and demos: a unix socket in a temp dir, no TCP port
-    # (so never another Redis on the machine), no persistence unless asked. Started and stopped by pid.
+    # unless asked for one (then a free port on 127.0.0.1, so never another Redis on the machine), no
+    # persistence unless asked. Started and stopped by pid.
     #
     #   redis = JobQueue::Testing::RedisServer.new.start
     #   JobQueue.configure { |c| c.redis = {url: redis.url} }
@@ -16,16 +17,18 @@ module JobQueue
     class RedisServer
       attr_reader :dir, :pid
 
-      # `args`: extra redis-server arguments, e.g. ["--appendonly", "yes"].
-      def initialize(args: [], prefix: "queue-redis")
+      # `args`: extra redis-server arguments, e.g. ["--appendonly", "yes"]. `tcp: true` also listens on
+      # a free port of 127.0.0.1 (#tcp_url).
+      def initialize(args: [], prefix: "queue-redis", tcp: false)
         @args = args
         @prefix = prefix
+        @port = tcp ? free_port : 0
       end
 
       def start
         @dir ||= Dir.mktmpdir(@prefix)
         @pid = ::Process.spawn(
-          "redis-server", "--port", "0", "--unixsocket", socket, "--unixsocketperm", "700",
+          "redis-server", "--port", @port.to_s, "--bind", "127.0.0.1", "--unixsocket", socket, "--unixsocketperm", "700",
           "--save", "", "--appendonly", "no", "--dir", @dir, *@args,
           out: log, err: [:child, :out]
         )
@@ -54,11 +57,25 @@ module JobQueue
         "unix://#{socket}"
       end
 
+      # The same server over TCP, when started with `tcp: true`.
+      def tcp_url
+        raise ArgumentError, "this redis-server listens on a unix socket only" if @port.zero?
+
+        "redis://127.0.0.1:#{@port}"
+      end
+
       def log
         File.join(@dir, "redis.log")
       end
 
       private
+
+      def free_port
+        server = TCPServer.new("127.0.0.1", 0)
+        server.addr[1]
+      ensure
+        server&.close
+      end
 
       def wait_for_socket
         deadline = ::Process.clock_gettime(::Process::CLOCK_MONOTONIC) + 10

@@ -17,11 +17,14 @@ const REDIS_SERVER: &str = "/usr/bin/redis-server";
 pub const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
 const POLL_EVERY: Duration = Duration::from_millis(5);
 
-/// A `redis-server` owned by one test: no TCP port, a unix socket in a temporary directory, no
-/// persistence. Killed (by pid) and its directory removed when dropped.
+/// A `redis-server` owned by one test: no TCP port, a unix socket in a temporary directory (or, from
+/// [`TestRedis::start_tcp`], a free port on 127.0.0.1), no persistence. Killed (by pid) and its
+/// directory removed when dropped.
 pub struct TestRedis {
     child: Child,
     socket: PathBuf,
+    /// The TCP port, when the server listens on one instead of the socket.
+    port: Option<u16>,
     namespace: String,
     // Removed after Drop has killed the server.
     _dir: tempfile::TempDir,
@@ -35,6 +38,19 @@ impl TestRedis {
 
     /// A server whose engine handle prefixes every key with `namespace`.
     pub fn with_namespace(namespace: &str) -> TestRedis {
+        TestRedis::listening(namespace, None)
+    }
+
+    /// A server on a TCP port of 127.0.0.1 (free when asked for), no namespace.
+    pub fn start_tcp() -> TestRedis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        TestRedis::listening("", Some(port))
+    }
+
+    fn listening(namespace: &str, port: Option<u16>) -> TestRedis {
         let dir = tempfile::Builder::new()
             .prefix("qc-redis-")
             .tempdir()
@@ -42,7 +58,8 @@ impl TestRedis {
         let socket = dir.path().join("redis.sock");
         let child = Command::new(REDIS_SERVER)
             .arg("--port")
-            .arg("0")
+            .arg(port.unwrap_or(0).to_string())
+            .args(["--bind", "127.0.0.1"])
             .arg("--unixsocket")
             .arg(&socket)
             .arg("--unixsocketperm")
@@ -61,6 +78,7 @@ impl TestRedis {
         let mut server = TestRedis {
             child,
             socket,
+            port,
             namespace: namespace.to_owned(),
             _dir: dir,
         };
@@ -74,7 +92,7 @@ impl TestRedis {
             if let Some(status) = self.child.try_wait().expect("poll redis-server") {
                 panic!("redis-server exited before it answered: {status}");
             }
-            if self.socket.exists() && self.ping() {
+            if (self.port.is_some() || self.socket.exists()) && self.ping() {
                 return;
             }
             assert!(
@@ -97,7 +115,10 @@ impl TestRedis {
     }
 
     pub fn url(&self) -> String {
-        format!("unix://{}", self.socket.display())
+        match self.port {
+            Some(port) => format!("redis://127.0.0.1:{port}"),
+            None => format!("unix://{}", self.socket.display()),
+        }
     }
 
     pub fn namespace(&self) -> &str {
