@@ -120,28 +120,33 @@ impl SyncConn {
 
     /// Writes commands (packed) whose replies are not wanted, without reading anything, on the
     /// connection already open. Never dials: a caller that must not block on a connect (it holds the
-    /// GVL) keeps the bytes for later instead. Redis runs them before anything written later here.
-    pub fn send_unreplied(&mut self, packed: &[u8]) -> Result<()> {
+    /// GVL) keeps the bytes for later instead. Redis runs them before anything written later here;
+    /// `when` says whether they may wait for the next call (see [`Due`]).
+    pub fn send_unreplied(&mut self, packed: &[u8], when: Due) -> Result<()> {
         if !self.is_open() {
             return Err(Error::connection("not connected"));
         }
-        self.write_unreplied(packed)
+        self.write_unreplied(packed, when)
     }
 
-    /// Like [`SyncConn::send_unreplied`], dialling first if there is no connection.
+    /// Like [`SyncConn::send_unreplied`], dialling first if there is no connection; for writes the
+    /// caller follows with a call (resending what a broken connection left unconfirmed).
     pub fn send_dialling(&mut self, packed: &[u8]) -> Result<()> {
-        self.write_unreplied(packed)
+        self.write_unreplied(packed, Due::WithNextCall)
     }
 
-    fn write_unreplied(&mut self, packed: &[u8]) -> Result<()> {
+    fn write_unreplied(&mut self, packed: &[u8], when: Due) -> Result<()> {
         self.open()?;
         let bytes = reply_mode::unreplied(self.replies, packed);
         let Some(conn) = self.conn.as_mut() else {
             return Err(Error::connection("not connected"));
         };
-        let sent = match &self.hold {
-            Some(hold) => hold.send_held(&bytes).map_err(redis::RedisError::from),
-            None => conn.send_packed_command(&bytes),
+        let sent = match (&self.hold, when) {
+            (Some(hold), Due::WithNextCall) => {
+                hold.send_held(&bytes).map_err(redis::RedisError::from)
+            }
+            // Sent now, with whatever the kernel holds before it.
+            _ => conn.send_packed_command(&bytes),
         };
         match sent {
             Ok(()) => {
@@ -156,6 +161,16 @@ impl SyncConn {
             }
         }
     }
+}
+
+/// When an unreplied write must reach Redis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// With the connection's next call: over TCP the kernel holds it until then (`tcp_hold`), or
+    /// ~200 ms at most. For what only this process reads back (a finished job's ack).
+    WithNextCall,
+    /// Now: someone else acts on it (a released deduplication key admits the next push).
+    Now,
 }
 
 pub struct BlockingConn {

@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use queue_core::blocking::SyncConn;
 use queue_core::dedup::{self, DedupJob, FlagCheck, Outcome, PushOptions, Release};
@@ -246,6 +246,33 @@ fn until_executed_releases_with_the_ack_and_reschedules_once() {
     fetcher.done();
     wait_for("released", || !exists(&mut c, &key(&t)));
     assert_eq!(llen(&mut c, "queue:default"), 0);
+    drop(fetcher);
+    server.stop().expect("stop");
+}
+
+#[test]
+fn over_tcp_a_release_with_the_ack_goes_out_at_once() {
+    // Over TCP a bare ack waits in the kernel for the thread's next call (~200 ms at most); a
+    // release must not: the next push of the job is accepted as soon as it has run.
+    let t = TestRedis::start_tcp();
+    let mut conn = SyncConn::new(&t.redis());
+    let mut c = t.conn();
+    push(&mut conn, &opts(true, false), &[job("a", "")]);
+    let server = server(&t);
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    take(&mut fetcher);
+    fetcher
+        .dedup(release(&t, "a", false), true, false)
+        .expect("dedup");
+    let done = Instant::now();
+    fetcher.done();
+    wait_for("released", || !exists(&mut c, &key(&t)));
+    let took = done.elapsed();
+    assert!(took < Duration::from_millis(100), "released after {took:?}");
+    assert_eq!(
+        push(&mut conn, &opts(true, false), &[job("b", "")]),
+        vec![Outcome::Pushed]
+    );
     drop(fetcher);
     server.stop().expect("stop");
 }

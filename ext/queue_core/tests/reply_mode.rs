@@ -4,7 +4,7 @@
 
 mod support;
 
-use queue_core::blocking::SyncConn;
+use queue_core::blocking::{Due, SyncConn};
 use redis::Script;
 
 use support::*;
@@ -44,8 +44,10 @@ fn unreplied_writes_run_in_order_and_each_call_reads_its_own_reply() {
     let (_r, mut check, key, mut conn) = fresh();
 
     conn.send_dialling(&rpush(&key, "a")).expect("write");
-    conn.send_unreplied(&rpush(&key, "b")).expect("write");
-    conn.send_unreplied(&rpush(&key, "c")).expect("write");
+    conn.send_unreplied(&rpush(&key, "b"), Due::WithNextCall)
+        .expect("write");
+    conn.send_unreplied(&rpush(&key, "c"), Due::WithNextCall)
+        .expect("write");
     // Replies were off for all three: the first reply read here is LLEN's.
     let len: i64 = conn.cmd(redis::cmd("LLEN").arg(&key)).expect("LLEN");
     assert_eq!(len, 3);
@@ -59,12 +61,14 @@ fn unreplied_writes_run_in_order_and_each_call_reads_its_own_reply() {
 
     // A script the server does not have yet, right after unreplied writes: the NOSCRIPT answer and
     // the retry after loading are read as they come.
-    conn.send_unreplied(&rpush(&key, "d")).expect("write");
+    conn.send_unreplied(&rpush(&key, "d"), Due::WithNextCall)
+        .expect("write");
     let script = Script::new("return redis.call('LRANGE', KEYS[1], 0, -1)");
     let all: Vec<String> = conn.script(&script.key(&key)).expect("script");
     assert_eq!(all, ["a", "b", "c", "d"]);
     // A pipeline after unreplied writes.
-    conn.send_unreplied(&rpush(&key, "e")).expect("write");
+    conn.send_unreplied(&rpush(&key, "e"), Due::WithNextCall)
+        .expect("write");
     let (len, last): (i64, String) = conn
         .pipe(redis::pipe().llen(&key).lindex(&key, -1))
         .expect("pipeline");
@@ -96,7 +100,8 @@ fn a_new_connection_starts_with_replies_on() {
         .is_connection());
     let len: i64 = conn.cmd(redis::cmd("LLEN").arg(&key)).expect("LLEN");
     assert_eq!(len, 1);
-    conn.send_unreplied(&rpush(&key, "b")).expect("write");
+    conn.send_unreplied(&rpush(&key, "b"), Due::WithNextCall)
+        .expect("write");
     let len: i64 = conn.cmd(redis::cmd("LLEN").arg(&key)).expect("LLEN");
     assert_eq!(len, 2);
     // OFF for "a", OFF and ON for "b": none for the fresh connection's first call.

@@ -8,8 +8,9 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::os::fd::{BorrowedFd, RawFd};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use queue_core::blocking::{BlockingConn, SyncConn};
+use queue_core::blocking::{BlockingConn, Due, SyncConn};
 
 use support::*;
 
@@ -83,7 +84,7 @@ fn unreplied_writes_wait_for_the_next_call_and_redis_reads_them_in_one_go() {
 
     let before = reads_processed(&mut check);
     for i in 0..20 {
-        conn.send_unreplied(&rpush(&key, &i.to_string()))
+        conn.send_unreplied(&rpush(&key, &i.to_string()), Due::WithNextCall)
             .expect("write");
         // A job's run between two acks: long enough for Redis to wake between writes sent one by
         // one, far below the ~200 ms after which the kernel sends held bytes anyway.
@@ -103,6 +104,27 @@ fn unreplied_writes_wait_for_the_next_call_and_redis_reads_them_in_one_go() {
         .map(|v| String::from_utf8(v).expect("utf-8"))
         .collect();
     assert_eq!(values, (0..20).map(|i| i.to_string()).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_write_due_now_goes_out_at_once_with_what_was_held_before_it() {
+    let r = TestRedis::start_tcp();
+    let mut check = r.conn();
+    let key = r.key("list");
+    let mut conn = SyncConn::new(&r.redis());
+    let _: String = conn.cmd(&redis::cmd("PING")).expect("PING");
+
+    let sent = Instant::now();
+    conn.send_unreplied(&rpush(&key, "ack"), Due::WithNextCall)
+        .expect("write");
+    conn.send_unreplied(&rpush(&key, "release"), Due::Now)
+        .expect("write");
+    wait_for("both writes", || llen(&mut check, &key) == 2);
+    // Held, they would arrive after the kernel's ~200 ms; sent, within a millisecond or so.
+    let took = sent.elapsed();
+    assert!(took < Duration::from_millis(100), "took {took:?}");
+    let values: Vec<Vec<u8>> = lrange(&mut check, &key);
+    assert_eq!(values, [b"ack".to_vec(), b"release".to_vec()]);
 }
 
 #[test]
@@ -143,7 +165,7 @@ fn child_holds_writes_until_killed() {
     let mut conn = SyncConn::new(&redis);
     let _: String = conn.cmd(&redis::cmd("PING")).expect("PING");
     for i in 0..HELD {
-        conn.send_unreplied(&rpush("list", &i.to_string()))
+        conn.send_unreplied(&rpush("list", &i.to_string()), Due::WithNextCall)
             .expect("write");
     }
     println!("held");

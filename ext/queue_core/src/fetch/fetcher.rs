@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
-use crate::blocking::SyncConn;
+use crate::blocking::{Due, SyncConn};
 use crate::clock::now_f64;
 use crate::dedup::{self, Release};
 use crate::error::{Error, Result};
@@ -226,7 +226,8 @@ impl Fetcher {
             lock(&self.tally).record(unit.index, &unit.raw, elapsed, true);
         }
         self.uncounted += 1;
-        let mut packet = match self.release.take() {
+        let released = self.release.take();
+        let mut packet = match &released {
             Some(release) => dedup::unreplied(&release.command(
                 self.shared.redis.keys(),
                 &unit,
@@ -236,16 +237,21 @@ impl Fetcher {
             )),
             None => calls::ack_command(&unit),
         };
-        if !self.early.is_empty() {
-            self.release_next_early(&mut packet);
-        }
-        self.write_unreplied(packet);
+        let released_next = !self.early.is_empty() && self.release_next_early(&mut packet);
+        // A released key admits the next push of its job, so it goes out now. A bare ack only
+        // confirms what this thread did, and may wait for the thread's next call.
+        let due = if released.is_some() || released_next {
+            Due::Now
+        } else {
+            Due::WithNextCall
+        };
+        self.write_unreplied(packet, due);
     }
 
     /// Writes a packet whose reply is switched off, now if the connection is open, else before the
     /// next call.
-    fn write_unreplied(&mut self, packet: Vec<u8>) {
-        if self.unsent.is_empty() && self.conn.send_unreplied(&packet).is_ok() {
+    fn write_unreplied(&mut self, packet: Vec<u8>, due: Due) {
+        if self.unsent.is_empty() && self.conn.send_unreplied(&packet, due).is_ok() {
             self.unconfirmed.push(packet);
         } else {
             self.unsent.push(packet);
@@ -255,16 +261,17 @@ impl Fetcher {
     /// Appends to `packet` the release of the next buffered job's key, if its class releases at start
     /// (see `early`). It starts next on this thread, microseconds later; if a sibling steals it or a
     /// higher queue sends it back first, its key is merely released a little early.
-    fn release_next_early(&mut self, packet: &mut Vec<u8>) {
+    /// Whether it did.
+    fn release_next_early(&mut self, packet: &mut Vec<u8>) -> bool {
         let next = lock(&self.slot).buffer.front().cloned();
         let Some(next) = next else {
-            return;
+            return false;
         };
         let Some((key, jid, class)) = dedup::plain_holder(&next.raw) else {
-            return;
+            return false;
         };
         if !self.early.contains(&class) {
-            return;
+            return false;
         }
         let release = Release {
             key,
@@ -275,6 +282,7 @@ impl Fetcher {
         let cmd = release.command(self.shared.redis.keys(), &next, true, false, false);
         packet.extend(dedup::unreplied(&cmd));
         self.released_early = Some(jid);
+        true
     }
 
     /// The running job is deduplicated (it carries `idempotency_key`). `until_executed`: its key is
@@ -307,7 +315,7 @@ impl Fetcher {
                 if let Some(class) = class {
                     self.early.insert(class);
                 }
-                self.write_unreplied(dedup::unreplied(&release.start_command()));
+                self.write_unreplied(dedup::unreplied(&release.start_command()), Due::Now);
             }
             return Ok(None);
         }
