@@ -137,7 +137,7 @@ module JobQueue
         o.on("-C", "--config PATH", "YAML config file (default config/queue.yml or config/sidekiq.yml in the app directory)") { |v| opts[:config_file] = v }
         o.on("-e", "--environment ENV", "application environment (default RAILS_ENV or RACK_ENV)") { |v| opts[:environment] = v }
         o.on("-g", "--tag TAG", "process tag shown in the dashboard (default: the Rails app's directory name)") { |v| opts[:tag] = v }
-        o.on("--max-batch INT", Integer, "most jobs one fetch takes for one thread, 1..1000 (default 20)") do |v|
+        o.on("--max-batch INT", Integer, "most jobs one fetch takes for one thread, 1..1000 (default 50)") do |v|
           raise OptionParser::InvalidArgument, "#{v} (must be #{Configuration::MAX_BATCH_RANGE})" unless Configuration::MAX_BATCH_RANGE.cover?(v)
 
           opts[:max_batch] = v

@@ -34,7 +34,7 @@ module JobQueue
       @namespace = ""
       @concurrency = 10
       @timeout = 25
-      @max_batch = 20
+      @max_batch = 50
       @queues = [["default", 1]]
       @strict_order = true
       @tag = ""

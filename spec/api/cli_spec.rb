@@ -41,7 +41,7 @@ RSpec.describe JobQueue::CLI do
       expect(out).to match(/--concurrency INT .*\(default 10\)/)
       expect(out).to match(/--timeout NUM .*\(default 25\)/)
       expect(out).to match(/--queue QUEUE\[,WEIGHT\] .*\(default "default"\)/)
-      expect(out).to match(/--max-batch INT .*1\.\.1000 \(default 20\)/)
+      expect(out).to match(/--max-batch INT .*1\.\.1000 \(default 50\)/)
       expect(out).to match(/--require .*\(default \.\)/)
       expect(out).to include("strict order", "a,1 b,1 share evenly")
     end
@@ -92,7 +92,7 @@ RSpec.describe JobQueue::CLI do
           ---
           :concurrency: 5
           :timeout: 8
-          :max_batch: 50
+          :max_batch: 40
           :tag: <%= "from" + "-erb" %>
           :queues:
             - critical
@@ -112,7 +112,7 @@ RSpec.describe JobQueue::CLI do
 
     it "reads the top-level settings, [name, weight] queues included" do
       expect(cli.parse(["-C", @config_file])).to include(
-        concurrency: 5, timeout: 8, max_batch: 50, tag: "from-erb", queues: ["critical", ["default", 2], ["low", 1]]
+        concurrency: 5, timeout: 8, max_batch: 40, tag: "from-erb", queues: ["critical", ["default", 2], ["low", 1]]
       )
     end
 

@@ -2,8 +2,8 @@
 //! fetcher: no locks, no I/O.
 //!
 //! **Batch size.** A batch should hold about [`BATCH_BUDGET`] of work, from the measured durations of
-//! the queue's jobs (a moving average per queue): blank jobs come twenty at a time (`max_batch`), a
-//! 20 ms job alone, as Sidekiq fetches. A queue whose jobs have not been timed yet is fetched one job
+//! the queue's jobs (a moving average per queue): blank jobs come `max_batch` at a time (50 by
+//! default), a 20 ms job alone, as Sidekiq fetches. A queue whose jobs have not been timed yet is fetched one job
 //! at a time until one has.
 //!
 //! **Priority.** A job waiting in a higher queue must not wait behind this thread's prefetched jobs. So
