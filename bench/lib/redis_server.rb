@@ -4,14 +4,14 @@ require "queue/testing/redis_server"
 
 module Bench
   # The benchmark's own redis-server (see JobQueue::Testing::RedisServer), with the reads the
-  # benchmarks need. The servers and clients under test reach it over a unix socket, or over TCP on
-  # 127.0.0.1 with TRANSPORT=tcp (as most production Redis is reached); the benchmark's own reads
-  # always use the socket.
+  # benchmarks need. The servers and clients under test reach it over TCP on 127.0.0.1, as production
+  # Redis is reached, or over its unix socket with TRANSPORT=unix; the benchmark's own reads always
+  # use the socket.
   class RedisServer < JobQueue::Testing::RedisServer
     TRANSPORTS = %w[unix tcp].freeze
 
     def self.transport
-      ENV.fetch("TRANSPORT", "unix").tap do |t|
+      ENV.fetch("TRANSPORT", "tcp").tap do |t|
         raise ArgumentError, "TRANSPORT must be one of #{TRANSPORTS.join(", ")}, not #{t.inspect}" unless TRANSPORTS.include?(t)
       end
     end
