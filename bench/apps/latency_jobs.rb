@@ -8,7 +8,7 @@ require "redis"
 
 module LatencyJobs
   def self.redis
-    Thread.current[:latency_redis] ||= Redis.new(path: ENV.fetch("REDIS_URL").delete_prefix("unix://"))
+    Thread.current[:latency_redis] ||= Redis.new(url: ENV.fetch("REDIS_URL"))
   end
 
   # Keeps a thread busy for 20 ms, and counts its runs in `latency:fillers` (so the benchmark can
