@@ -7,7 +7,8 @@
 //! `disable_<queue>_deduplication` flag is off), else pushed with a `duplicate-of` mark.
 //!
 //! The server side folds into calls a fetcher makes anyway ([`Release`]): `until_executing` releases
-//! the key with an unreplied write just before the job starts; `until_executed` releases it in the
+//! the key with an unreplied write as the job starts (a batch's releases together, when it arrives,
+//! once the class is known); `until_executed` releases it in the
 //! job's acknowledgement (one unreplied `EVAL` that also does the `LREM`) or in `fail.lua`. A release
 //! compares the jid, so it never deletes a key a newer job holds; with `reschedule_once` it re-enqueues
 //! the job once when a duplicate was dropped meanwhile, in the same step.

@@ -346,60 +346,120 @@ fn dropped_duplicates_hand_their_newest_positions_to_the_job_that_runs() {
     server.stop().expect("stop");
 }
 
-#[test]
-fn the_next_buffered_jobs_key_goes_out_with_the_ack_before_it() {
-    let t = TestRedis::start();
+/// Jobs 1..=4 (class `classes[n - 1]`, args `[n]`) pushed with deduplication, a server taking up to
+/// five at a time on one thread, and its fetcher. Redis's command stats are reset.
+fn four_deduplicated(
+    t: &TestRedis,
+    classes: [&str; 4],
+) -> (Server, Fetcher, impl Fn(usize) -> Release + use<>) {
     let redis = t.redis();
     let mut conn = SyncConn::new(&redis);
-    let mut c = t.conn();
-    let numbered = |n: usize| DedupJob {
-        jid: format!("j{n}"),
-        json: format!(r#"{{"class":"W","args":[{n}],"queue":"default","jid":"j{n}"}}"#)
+    let jobs: Vec<DedupJob> = (1..=4)
+        .map(|n| DedupJob {
+            jid: format!("j{n}"),
+            json: format!(
+                r#"{{"class":"{}","args":[{n}],"queue":"default","jid":"j{n}"}}"#,
+                classes[n - 1]
+            )
             .into_bytes(),
-        args: format!("[{n}]").into_bytes(),
-        at: None,
-    };
-    let jobs: Vec<DedupJob> = (1..=4).map(numbered).collect();
-    push(&mut conn, &opts(true, false), &jobs);
-    let key_of = |n: usize| {
-        redis
-            .keys()
-            .duplicate("default", &dedup::digest("W", format!("[{n}]").as_bytes()))
+            args: format!("[{n}]").into_bytes(),
+            at: None,
+        })
+        .collect();
+    for job in &jobs {
+        let mut o = opts(true, false);
+        o.class = classes[job.jid[1..].parse::<usize>().expect("n") - 1].to_owned();
+        push(&mut conn, &o, std::slice::from_ref(job));
+    }
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query::<()>(&mut t.conn())
+        .expect("reset");
+    let keys = redis.keys().clone();
+    let classes = classes.map(str::to_owned);
+    let release_of = move |n: usize| Release {
+        key: keys.duplicate(
+            "default",
+            &dedup::digest(&classes[n - 1], format!("[{n}]").as_bytes()),
+        ),
+        jid: format!("j{n}"),
+        ttl: 600,
+        reschedule: false,
     };
     let mut config = server_config(IDENTITY, &[("default", 1)]);
     config.concurrency = 1;
     config.max_batch = 5;
     let server = Server::start(t.redis(), config).expect("server starts");
-    let mut fetcher = server.fetcher("t1").expect("fetcher");
-    let release_of = |n: usize| Release {
-        key: key_of(n),
-        jid: format!("j{n}"),
-        ttl: 600,
-        reschedule: false,
-    };
+    let fetcher = server.fetcher("t1").expect("fetcher");
+    (server, fetcher, release_of)
+}
+
+fn evals(c: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(c)
+        .expect("INFO");
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_eval:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().expect("a count"))
+}
+
+#[test]
+fn a_batchs_keys_go_out_together_when_it_arrives() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let (server, mut fetcher, release_of) = four_deduplicated(&t, ["W"; 4]);
     // Job 1 comes alone (the queue is untimed); its dedup call teaches the fetcher the class.
     assert_eq!(parse(&take(&mut fetcher))["jid"], "j1");
     fetcher.dedup(release_of(1), false, false).expect("dedup");
     fetcher.done();
-    // Jobs 2-4 come as one batch; 2 releases as it starts, and its ack carries 3's release.
+    assert!(exists(&mut c, &release_of(2).key));
+    // Jobs 2-4 come as one batch, and its three releases go out as it arrives, in one write.
     assert_eq!(parse(&take(&mut fetcher))["jid"], "j2");
-    fetcher.dedup(release_of(2), false, false).expect("dedup");
-    assert!(
-        exists(&mut c, &key_of(3)),
-        "3 still holds its key while 2 runs"
-    );
-    fetcher.done();
-    wait_for("3's key released with 2's ack", || {
-        !exists(&mut c, &key_of(3))
+    wait_for("the batch's keys released", || {
+        (2..=4).all(|n| !exists(&mut c, &release_of(n).key))
     });
-    assert!(exists(&mut c, &key_of(4)));
-    assert_eq!(parse(&take(&mut fetcher))["jid"], "j3");
-    fetcher.dedup(release_of(3), false, false).expect("dedup");
+    for n in 2..=4 {
+        if n > 2 {
+            assert_eq!(parse(&take(&mut fetcher))["jid"], format!("j{n}"));
+        }
+        fetcher.dedup(release_of(n), false, false).expect("dedup");
+        fetcher.done();
+    }
+    // Their own dedup calls wrote nothing: one release each, four in all.
+    // A round trip (an empty fetch): Redis has run everything the fetcher wrote before it.
+    assert!(fetcher.next(Duration::ZERO).expect("fetch").is_none());
+    assert_eq!(evals(&mut c), 4);
+    drop(fetcher);
+    server.stop().expect("stop");
+}
+
+#[test]
+fn a_class_learnt_mid_batch_releases_the_rest_of_its_jobs_at_once() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let (server, mut fetcher, release_of) = four_deduplicated(&t, ["W", "V", "V", "V"]);
+    assert_eq!(parse(&take(&mut fetcher))["jid"], "j1");
+    fetcher.dedup(release_of(1), false, false).expect("dedup");
     fetcher.done();
-    assert_eq!(parse(&take(&mut fetcher))["jid"], "j4");
-    fetcher.dedup(release_of(4), false, false).expect("dedup");
+    // V is not known yet: the batch arrives and nothing goes out for it.
+    assert_eq!(parse(&take(&mut fetcher))["jid"], "j2");
+    assert!((2..=4).all(|n| exists(&mut c, &release_of(n).key)));
+    // V2's dedup call teaches the class: V3's and V4's releases go with its own.
+    fetcher.dedup(release_of(2), false, false).expect("dedup");
+    wait_for("V's keys released", || {
+        (2..=4).all(|n| !exists(&mut c, &release_of(n).key))
+    });
     fetcher.done();
-    wait_for("every key released", || !exists(&mut c, &key_of(4)));
+    for n in 3..=4 {
+        assert_eq!(parse(&take(&mut fetcher))["jid"], format!("j{n}"));
+        fetcher.dedup(release_of(n), false, false).expect("dedup");
+        fetcher.done();
+    }
+    // A round trip (an empty fetch): Redis has run everything the fetcher wrote before it.
+    assert!(fetcher.next(Duration::ZERO).expect("fetch").is_none());
+    assert_eq!(evals(&mut c), 4);
     drop(fetcher);
     server.stop().expect("stop");
 }

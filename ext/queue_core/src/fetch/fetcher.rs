@@ -71,11 +71,12 @@ pub struct Fetcher {
     /// The running job's deduplication key, released with its ack (`until_executed`).
     release: Option<Release>,
     /// Classes whose jobs release their key as they start (`until_executing`), learnt from
-    /// [`Fetcher::dedup`]: the next buffered job of one has its release written with the ack of the
-    /// job before it (one write), and its own `dedup` call then has nothing left to do.
+    /// [`Fetcher::dedup`]: the buffered jobs of one have their releases written together, in one
+    /// packet, when their batch arrives (`release_buffered_early`), and their own `dedup` calls then
+    /// have nothing left to do.
     early: HashSet<String>,
-    /// The jid whose key went out early that way.
-    released_early: Option<String>,
+    /// The jids of buffered jobs whose keys went out that way.
+    released_early: HashSet<String>,
     /// Acknowledged jobs not yet counted in `stat:processed`.
     uncounted: u64,
     last_empty_fetch: Option<Instant>,
@@ -128,7 +129,7 @@ impl Fetcher {
             unsent: Vec::new(),
             release: None,
             early: HashSet::new(),
-            released_early: None,
+            released_early: HashSet::new(),
             uncounted: 0,
             last_empty_fetch: None,
             stranded: Vec::new(),
@@ -180,6 +181,7 @@ impl Fetcher {
                         self.last_empty_fetch = None;
                         self.pace.taken(Instant::now());
                         lock(&self.slot).buffer.extend(batch);
+                        self.release_buffered_early(Vec::new());
                         continue;
                     }
                     _ => self.last_empty_fetch = Some(Instant::now()),
@@ -226,24 +228,20 @@ impl Fetcher {
             lock(&self.tally).record(unit.index, &unit.raw, elapsed, true);
         }
         self.uncounted += 1;
-        let released = self.release.take();
-        let mut packet = match &released {
-            Some(release) => dedup::unreplied(&release.command(
-                self.shared.redis.keys(),
-                &unit,
-                true,
-                true,
-                false,
-            )),
-            None => calls::ack_command(&unit),
-        };
-        let released_next = !self.early.is_empty() && self.release_next_early(&mut packet);
         // A released key admits the next push of its job, so it goes out now. A bare ack only
         // confirms what this thread did, and may wait for the thread's next call.
-        let due = if released.is_some() || released_next {
-            Due::Now
-        } else {
-            Due::WithNextCall
+        let (packet, due) = match self.release.take() {
+            Some(release) => (
+                dedup::unreplied(&release.command(
+                    self.shared.redis.keys(),
+                    &unit,
+                    true,
+                    true,
+                    false,
+                )),
+                Due::Now,
+            ),
+            None => (calls::ack_command(&unit), Due::WithNextCall),
         };
         self.write_unreplied(packet, due);
     }
@@ -258,31 +256,39 @@ impl Fetcher {
         }
     }
 
-    /// Appends to `packet` the release of the next buffered job's key, if its class releases at start
-    /// (see `early`). It starts next on this thread, microseconds later; if a sibling steals it or a
-    /// higher queue sends it back first, its key is merely released a little early.
-    /// Whether it did.
-    fn release_next_early(&mut self, packet: &mut Vec<u8>) -> bool {
-        let next = lock(&self.slot).buffer.front().cloned();
-        let Some(next) = next else {
-            return false;
-        };
-        let Some((key, jid, class)) = dedup::plain_holder(&next.raw) else {
-            return false;
-        };
-        if !self.early.contains(&class) {
-            return false;
+    /// Writes `packet` and the releases of the buffered jobs whose class releases its key as a job
+    /// starts (`early`), whose keys have not gone out yet, now, in one write. Called when a batch
+    /// arrives and when a class is learnt. Its jobs start within the batch's ~2 ms of work; one that
+    /// a sibling steals, or that a higher queue's look-up hands back, has merely had its key released
+    /// early: a duplicate pushed meanwhile runs once more, never once less.
+    fn release_buffered_early(&mut self, mut packet: Vec<u8>) {
+        if !self.early.is_empty() {
+            let slot = lock(&self.slot);
+            let mut released = HashSet::new();
+            for unit in &slot.buffer {
+                let Some((key, jid, class)) = dedup::plain_holder(&unit.raw) else {
+                    continue;
+                };
+                if self.released_early.contains(&jid) {
+                    released.insert(jid);
+                } else if self.early.contains(&class) {
+                    let release = Release {
+                        key,
+                        jid: jid.clone(),
+                        ttl: 0,
+                        reschedule: false,
+                    };
+                    packet.extend(dedup::unreplied(&release.start_command()));
+                    released.insert(jid);
+                }
+            }
+            drop(slot);
+            // Jobs no longer buffered (started, stolen, handed back) are forgotten.
+            self.released_early = released;
         }
-        let release = Release {
-            key,
-            jid: jid.clone(),
-            ttl: 0,
-            reschedule: false,
-        };
-        let cmd = release.command(self.shared.redis.keys(), &next, true, false, false);
-        packet.extend(dedup::unreplied(&cmd));
-        self.released_early = Some(jid);
-        true
+        if !packet.is_empty() {
+            self.write_unreplied(packet, Due::Now);
+        }
     }
 
     /// The running job is deduplicated (it carries `idempotency_key`). `until_executed`: its key is
@@ -295,14 +301,13 @@ impl Fetcher {
         until_executed: bool,
         read: bool,
     ) -> Result<Option<Vec<(String, String)>>> {
-        let early = self.released_early.take();
+        let released = self.released_early.remove(&release.jid);
         if !read {
             let class = {
                 let slot = lock(&self.slot);
                 let Some((unit, _)) = slot.current.as_ref() else {
                     return Err(Error::InvalidArgument("no job is running".to_owned()));
                 };
-                let released = early.as_deref() == Some(release.jid.as_str());
                 if until_executed || released {
                     None
                 } else {
@@ -311,11 +316,15 @@ impl Fetcher {
             };
             if until_executed {
                 self.release = Some(release);
-            } else if early.as_deref() != Some(release.jid.as_str()) {
-                if let Some(class) = class {
-                    self.early.insert(class);
+            } else if !released {
+                let packet = dedup::unreplied(&release.start_command());
+                // A class learnt now: the rest of its buffered jobs go out in the same write.
+                let learnt = class.is_some_and(|class| self.early.insert(class));
+                if learnt {
+                    self.release_buffered_early(packet);
+                } else {
+                    self.write_unreplied(packet, Due::Now);
                 }
-                self.write_unreplied(dedup::unreplied(&release.start_command()), Due::Now);
             }
             return Ok(None);
         }
@@ -456,6 +465,7 @@ impl Fetcher {
                     self.pace.taken(Instant::now());
                     self.last_empty_fetch = None;
                     lock(&self.slot).buffer.extend(lost.batch);
+                    self.release_buffered_early(Vec::new());
                 }
                 Ok(lost) => {
                     if lost.ran {
@@ -504,6 +514,7 @@ impl Fetcher {
                     "a higher queue has work; unstarted jobs handed back"
                 );
                 lock(&self.slot).buffer.extend(batch);
+                self.release_buffered_early(Vec::new());
             }
             Fetched::Nothing(returns) => prepend(&mut lock(&self.slot).buffer, returns),
         }
