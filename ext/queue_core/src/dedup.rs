@@ -290,9 +290,25 @@ pub fn merge_positions(raw_job: &[u8], kept: &[String]) -> Vec<(String, String)>
     merged
 }
 
-/// Deletes an idempotency key and its side hash if the job ARGV[1] holds it: the release as a job
-/// starts (`until_executing`), sent unreplied as `EVAL` (a `NOSCRIPT` would go unseen), so short.
-const RELEASE_ONLY: &str = "if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1],KEYS[2]) end return 0";
+/// Deletes the idempotency keys (and side hashes) their jobs still hold: the releases as jobs start
+/// (`until_executing`), any number in one call — one `MGET`, one `DEL`, so a batch's releases cost
+/// Redis one script call and not one each. KEYS: per job its key, then its side hash; ARGV: per job
+/// its jid. Sent unreplied as `EVAL` (a `NOSCRIPT` would go unseen), so short.
+const RELEASE_AT_START: &str = "local k={} for i=1,#ARGV do k[i]=KEYS[2*i-1] end local h=redis.call('MGET',unpack(k)) local d={} for i=1,#ARGV do if h[i]==ARGV[i] then d[#d+1]=KEYS[2*i-1] d[#d+1]=KEYS[2*i] end end if #d>0 then redis.call('DEL',unpack(d)) end return #d/2";
+
+/// The releases of `releases` as their jobs start, in one script call (see `RELEASE_AT_START`).
+pub fn start_command(releases: &[Release]) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(RELEASE_AT_START).arg(2 * releases.len());
+    for release in releases {
+        cmd.arg(&release.key)
+            .arg(Keys::duplicate_meta(&release.key));
+    }
+    for release in releases {
+        cmd.arg(&release.jid);
+    }
+    cmd
+}
 
 /// How a running deduplicated job gives back its key.
 #[derive(Debug, Clone)]
@@ -336,17 +352,6 @@ impl Release {
 
     /// The `dedup_release.lua` command for `unit`: releases the key (`release`), acknowledges the
     /// job first (`ack`), returns the side hash (`read`). Sent as `EVAL`, safe to write unreplied.
-    /// The release as a job starts (`until_executing`): compare and delete, nothing else.
-    pub fn start_command(&self) -> redis::Cmd {
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(RELEASE_ONLY)
-            .arg(2)
-            .arg(&self.key)
-            .arg(Keys::duplicate_meta(&self.key))
-            .arg(&self.jid);
-        cmd
-    }
-
     pub fn command(
         &self,
         keys: &Keys,
@@ -356,7 +361,7 @@ impl Release {
         read: bool,
     ) -> redis::Cmd {
         if release && !ack && !read {
-            return self.start_command();
+            return start_command(std::slice::from_ref(self));
         }
         let (job, new_jid) = if release && ack {
             self.rescheduled(&unit.raw).unwrap_or_default()

@@ -71,8 +71,8 @@ pub struct Fetcher {
     /// The running job's deduplication key, released with its ack (`until_executed`).
     release: Option<Release>,
     /// Classes whose jobs release their key as they start (`until_executing`), learnt from
-    /// [`Fetcher::dedup`]: the buffered jobs of one have their releases written together, in one
-    /// packet, when their batch arrives (`release_buffered_early`), and their own `dedup` calls then
+    /// [`Fetcher::dedup`]: the buffered jobs of one have their keys released together, in one script
+    /// call, when their batch arrives (`release_buffered_early`), and their own `dedup` calls then
     /// have nothing left to do.
     early: HashSet<String>,
     /// The jids of buffered jobs whose keys went out that way.
@@ -181,7 +181,7 @@ impl Fetcher {
                         self.last_empty_fetch = None;
                         self.pace.taken(Instant::now());
                         lock(&self.slot).buffer.extend(batch);
-                        self.release_buffered_early(Vec::new());
+                        self.release_buffered_early(None);
                         continue;
                     }
                     _ => self.last_empty_fetch = Some(Instant::now()),
@@ -256,12 +256,14 @@ impl Fetcher {
         }
     }
 
-    /// Writes `packet` and the releases of the buffered jobs whose class releases its key as a job
-    /// starts (`early`), whose keys have not gone out yet, now, in one write. Called when a batch
-    /// arrives and when a class is learnt. Its jobs start within the batch's ~2 ms of work; one that
-    /// a sibling steals, or that a higher queue's look-up hands back, has merely had its key released
-    /// early: a duplicate pushed meanwhile runs once more, never once less.
-    fn release_buffered_early(&mut self, mut packet: Vec<u8>) {
+    /// Releases, now and in one script call, the keys of `first` (the running job's, when its class
+    /// was just learnt) and of the buffered jobs whose class releases its key as a job starts
+    /// (`early`) and whose keys have not gone out yet. Called when a batch arrives and when a class
+    /// is learnt. Those jobs start within the batch's ~2 ms of work; one that a sibling steals, or
+    /// that a higher queue's look-up hands back, has merely had its key released early: a duplicate
+    /// pushed meanwhile runs once more, never once less.
+    fn release_buffered_early(&mut self, first: Option<Release>) {
+        let mut releases: Vec<Release> = first.into_iter().collect();
         if !self.early.is_empty() {
             let slot = lock(&self.slot);
             let mut released = HashSet::new();
@@ -272,13 +274,12 @@ impl Fetcher {
                 if self.released_early.contains(&jid) {
                     released.insert(jid);
                 } else if self.early.contains(&class) {
-                    let release = Release {
+                    releases.push(Release {
                         key,
                         jid: jid.clone(),
                         ttl: 0,
                         reschedule: false,
-                    };
-                    packet.extend(dedup::unreplied(&release.start_command()));
+                    });
                     released.insert(jid);
                 }
             }
@@ -286,7 +287,8 @@ impl Fetcher {
             // Jobs no longer buffered (started, stolen, handed back) are forgotten.
             self.released_early = released;
         }
-        if !packet.is_empty() {
+        if !releases.is_empty() {
+            let packet = dedup::unreplied(&dedup::start_command(&releases));
             self.write_unreplied(packet, Due::Now);
         }
     }
@@ -317,12 +319,11 @@ impl Fetcher {
             if until_executed {
                 self.release = Some(release);
             } else if !released {
-                let packet = dedup::unreplied(&release.start_command());
-                // A class learnt now: the rest of its buffered jobs go out in the same write.
-                let learnt = class.is_some_and(|class| self.early.insert(class));
-                if learnt {
-                    self.release_buffered_early(packet);
+                // A class learnt now: the rest of its buffered jobs go out in the same call.
+                if class.is_some_and(|class| self.early.insert(class)) {
+                    self.release_buffered_early(Some(release));
                 } else {
+                    let packet = dedup::unreplied(&dedup::start_command(&[release]));
                     self.write_unreplied(packet, Due::Now);
                 }
             }
@@ -465,7 +466,7 @@ impl Fetcher {
                     self.pace.taken(Instant::now());
                     self.last_empty_fetch = None;
                     lock(&self.slot).buffer.extend(lost.batch);
-                    self.release_buffered_early(Vec::new());
+                    self.release_buffered_early(None);
                 }
                 Ok(lost) => {
                     if lost.ran {
@@ -514,7 +515,7 @@ impl Fetcher {
                     "a higher queue has work; unstarted jobs handed back"
                 );
                 lock(&self.slot).buffer.extend(batch);
-                self.release_buffered_early(Vec::new());
+                self.release_buffered_early(None);
             }
             Fetched::Nothing(returns) => prepend(&mut lock(&self.slot).buffer, returns),
         }
