@@ -23,8 +23,10 @@ use crate::tcp_hold::TcpHold;
 pub struct SyncConn {
     redis: Redis,
     conn: Option<redis::Connection>,
-    /// The socket of `conn` when unreplied writes can wait in the kernel for the next round trip
-    /// (TCP); set with `conn`, cleared with it.
+    /// Whether this connection's unreplied writes may wait in the kernel for its next round trip
+    /// (a fetcher's acks): then each dial looks for `hold`.
+    holds: bool,
+    /// The socket of `conn` when they can (TCP); set with `conn`, cleared with it.
     hold: Option<TcpHold>,
     /// The mode of `conn`; a new connection answers.
     replies: Replies,
@@ -36,9 +38,20 @@ impl SyncConn {
         SyncConn {
             redis: redis.clone(),
             conn: None,
+            holds: false,
             hold: None,
             replies: Replies::On,
             pid: std::process::id(),
+        }
+    }
+
+    /// A connection whose unreplied writes due with the next call wait in the kernel for it, over
+    /// TCP ([`Due::WithNextCall`], `tcp_hold`): a fetcher's. Finding the socket costs each dial a
+    /// `CLIENT INFO` and a look through the process's descriptors, which other callers do not need.
+    pub fn holding(redis: &Redis) -> SyncConn {
+        SyncConn {
+            holds: true,
+            ..SyncConn::new(redis)
         }
     }
 
@@ -60,7 +73,7 @@ impl SyncConn {
         if !self.is_open() {
             self.drop_conn();
             let mut conn = self.redis.dial_sync()?;
-            self.hold = if self.redis.is_plain_tcp() {
+            self.hold = if self.holds && self.redis.is_plain_tcp() {
                 TcpHold::find(&mut conn)
             } else {
                 None

@@ -74,12 +74,11 @@ fn every_connection_of_the_engine_has_nagle_off() {
     }
 }
 
-#[test]
-fn unreplied_writes_wait_for_the_next_call_and_redis_reads_them_in_one_go() {
-    let r = TestRedis::start_tcp();
+/// Redis's read events while `conn` writes 20 unreplied pushes a job's time apart and then makes a
+/// call; checks that all 20 ran, in order, before the call.
+fn reads_for_twenty_writes(r: &TestRedis, mut conn: SyncConn) -> u64 {
     let mut check = r.conn();
     let key = r.key("list");
-    let mut conn = SyncConn::new(&r.redis());
     let _: String = conn.cmd(&redis::cmd("PING")).expect("PING");
 
     let before = reads_processed(&mut check);
@@ -88,22 +87,39 @@ fn unreplied_writes_wait_for_the_next_call_and_redis_reads_them_in_one_go() {
             .expect("write");
         // A job's run between two acks: long enough for Redis to wake between writes sent one by
         // one, far below the ~200 ms after which the kernel sends held bytes anyway.
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(1));
     }
     let len: i64 = conn.cmd(redis::cmd("LLEN").arg(&key)).expect("LLEN");
     assert_eq!(len, 20, "every write ran, in order, before the call");
     let reads = reads_processed(&mut check) - before;
-    // The INFO call itself is one read; the writes and the call came in one segment. Sent one by
-    // one, Redis wakes for about every write (21 reads here).
-    assert!(
-        reads <= 4,
-        "Redis read {reads} times for 20 held writes and a call"
-    );
     let values: Vec<String> = lrange(&mut check, &key)
         .into_iter()
         .map(|v| String::from_utf8(v).expect("utf-8"))
         .collect();
     assert_eq!(values, (0..20).map(|i| i.to_string()).collect::<Vec<_>>());
+    reads
+}
+
+#[test]
+fn unreplied_writes_wait_for_the_next_call_and_redis_reads_them_in_one_go() {
+    let r = TestRedis::start_tcp();
+    let reads = reads_for_twenty_writes(&r, SyncConn::holding(&r.redis()));
+    // The INFO call itself is one read; the writes and the call came in one segment.
+    assert!(
+        reads <= 4,
+        "Redis read {reads} times for 20 held writes and a call"
+    );
+}
+
+#[test]
+fn a_connection_not_made_to_hold_sends_each_write_at_once() {
+    // The client's push connections: nothing they write waits.
+    let r = TestRedis::start_tcp();
+    let reads = reads_for_twenty_writes(&r, SyncConn::new(&r.redis()));
+    assert!(
+        reads >= 15,
+        "Redis read {reads} times for 20 writes sent one by one"
+    );
 }
 
 #[test]
@@ -111,7 +127,7 @@ fn a_write_due_now_goes_out_at_once_with_what_was_held_before_it() {
     let r = TestRedis::start_tcp();
     let mut check = r.conn();
     let key = r.key("list");
-    let mut conn = SyncConn::new(&r.redis());
+    let mut conn = SyncConn::holding(&r.redis());
     let _: String = conn.cmd(&redis::cmd("PING")).expect("PING");
 
     let sent = Instant::now();
@@ -162,7 +178,7 @@ fn child_holds_writes_until_killed() {
         return;
     };
     let redis = queue_core::Redis::new(queue_core::RedisConfig::new(&url, "")).expect("URL");
-    let mut conn = SyncConn::new(&redis);
+    let mut conn = SyncConn::holding(&redis);
     let _: String = conn.cmd(&redis::cmd("PING")).expect("PING");
     for i in 0..HELD {
         conn.send_unreplied(&rpush("list", &i.to_string()), Due::WithNextCall)

@@ -107,7 +107,7 @@ impl Fetcher {
             .cloned()
             .zip(shared.order.names().map(str::to_owned))
             .collect();
-        let mut conn = SyncConn::new(&shared.redis);
+        let mut conn = SyncConn::holding(&shared.redis);
         if let Some(cmd) = liveness::register_cmd(&keys, &shared.identity, &lists) {
             conn.cmd::<i64>(&cmd)?;
         }
