@@ -1,16 +1,12 @@
 # frozen_string_literal: true
 
 require "socket"
+require "queue/testing/redis_server"
 
 # For specs that need a redis-server on TCP (TLS, passwords): a free loopback port, and whether a
 # server listens on it yet.
 module Ports
-  def free_port
-    server = TCPServer.new("127.0.0.1", 0)
-    server.addr[1]
-  ensure
-    server&.close
-  end
+  def free_port = JobQueue::Testing::RedisServer.free_port
 
   # `count` distinct free ports (each held until all are chosen, so none is handed out twice).
   def free_ports(count)

@@ -67,6 +67,18 @@ fn take(fetcher: &mut Fetcher) -> Vec<u8> {
         .1
 }
 
+/// Job "a" pushed with deduplication (`reschedule_once` as asked), taken by a one-thread server's
+/// fetcher: the pushing connection, a connection to inspect with, the server and the fetcher.
+fn running_a(t: &TestRedis, reschedule: bool) -> (SyncConn, redis::Connection, Server, Fetcher) {
+    let mut conn = SyncConn::new(&t.redis());
+    let c = t.conn();
+    push(&mut conn, &opts(true, reschedule), &[job("a", "")]);
+    let server = server(t);
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    take(&mut fetcher);
+    (conn, c, server, fetcher)
+}
+
 fn release(t: &TestRedis, jid: &str, reschedule: bool) -> Release {
     Release {
         key: key(t),
@@ -174,12 +186,7 @@ fn scheduled_jobs_live_for_their_delay_plus_the_ttl() {
 #[test]
 fn until_executing_releases_before_the_job_starts_and_only_its_own_key() {
     let t = TestRedis::start();
-    let mut conn = SyncConn::new(&t.redis());
-    let mut c = t.conn();
-    push(&mut conn, &opts(true, false), &[job("a", "")]);
-    let server = server(&t);
-    let mut fetcher = server.fetcher("t1").expect("fetcher");
-    take(&mut fetcher);
+    let (mut conn, mut c, server, mut fetcher) = running_a(&t, false);
     // Someone else's jid does not release the key (read: the release runs in this round trip).
     fetcher
         .dedup(release(&t, "zzz", false), false, true)
@@ -213,12 +220,7 @@ fn until_executing_releases_before_the_job_starts_and_only_its_own_key() {
 #[test]
 fn until_executed_releases_with_the_ack_and_reschedules_once() {
     let t = TestRedis::start();
-    let mut conn = SyncConn::new(&t.redis());
-    let mut c = t.conn();
-    push(&mut conn, &opts(true, true), &[job("a", "")]);
-    let server = server(&t);
-    let mut fetcher = server.fetcher("t1").expect("fetcher");
-    take(&mut fetcher);
+    let (mut conn, mut c, server, mut fetcher) = running_a(&t, true);
     fetcher
         .dedup(release(&t, "a", true), true, false)
         .expect("dedup");
@@ -255,12 +257,7 @@ fn over_tcp_a_release_with_the_ack_goes_out_at_once() {
     // Over TCP a bare ack waits in the kernel for the thread's next call (~200 ms at most); a
     // release must not: the next push of the job is accepted as soon as it has run.
     let t = TestRedis::start_tcp();
-    let mut conn = SyncConn::new(&t.redis());
-    let mut c = t.conn();
-    push(&mut conn, &opts(true, false), &[job("a", "")]);
-    let server = server(&t);
-    let mut fetcher = server.fetcher("t1").expect("fetcher");
-    take(&mut fetcher);
+    let (mut conn, mut c, server, mut fetcher) = running_a(&t, false);
     fetcher
         .dedup(release(&t, "a", false), true, false)
         .expect("dedup");
@@ -280,12 +277,7 @@ fn over_tcp_a_release_with_the_ack_goes_out_at_once() {
 #[test]
 fn until_executed_releases_when_the_job_fails() {
     let t = TestRedis::start();
-    let mut conn = SyncConn::new(&t.redis());
-    let mut c = t.conn();
-    push(&mut conn, &opts(true, false), &[job("a", "")]);
-    let server = server(&t);
-    let mut fetcher = server.fetcher("t1").expect("fetcher");
-    take(&mut fetcher);
+    let (_conn, mut c, server, mut fetcher) = running_a(&t, false);
     fetcher
         .dedup(release(&t, "a", false), true, false)
         .expect("dedup");
@@ -394,17 +386,6 @@ fn four_deduplicated(
     (server, fetcher, release_of)
 }
 
-fn evals(c: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(c)
-        .expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_eval:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().expect("a count"))
-}
-
 #[test]
 fn a_batchs_keys_go_out_together_when_it_arrives() {
     let t = TestRedis::start();
@@ -430,7 +411,7 @@ fn a_batchs_keys_go_out_together_when_it_arrives() {
     // Their own dedup calls wrote nothing: one script call for job 1, one for the batch.
     // A round trip (an empty fetch): Redis has run everything the fetcher wrote before it.
     assert!(fetcher.next(Duration::ZERO).expect("fetch").is_none());
-    assert_eq!(evals(&mut c), 2);
+    assert_eq!(command_calls(&mut c, "eval"), 2);
     drop(fetcher);
     server.stop().expect("stop");
 }
@@ -459,7 +440,7 @@ fn a_class_learnt_mid_batch_releases_the_rest_of_its_jobs_at_once() {
     }
     // A round trip (an empty fetch): Redis has run everything the fetcher wrote before it.
     assert!(fetcher.next(Duration::ZERO).expect("fetch").is_none());
-    assert_eq!(evals(&mut c), 2);
+    assert_eq!(command_calls(&mut c, "eval"), 2);
     drop(fetcher);
     server.stop().expect("stop");
 }

@@ -13,18 +13,6 @@ fn rpush(key: &str, value: &str) -> Vec<u8> {
     redis::cmd("RPUSH").arg(key).arg(value).get_packed_command()
 }
 
-/// Calls of `CLIENT REPLY` (any mode) Redis has run since its stats were reset.
-fn reply_switches(c: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(c)
-        .expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_client|reply:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().expect("a count"))
-}
-
 /// A server with its stats reset, a connection to check it with, a list key, and the connection
 /// under test (not dialled yet).
 fn fresh() -> (TestRedis, redis::Connection, String, SyncConn) {
@@ -57,7 +45,7 @@ fn unreplied_writes_run_in_order_and_each_call_reads_its_own_reply() {
         .expect("LINDEX");
     assert_eq!(first, "a");
     // One OFF and one ON for the three writes.
-    assert_eq!(reply_switches(&mut check), 2);
+    assert_eq!(command_calls(&mut check, "client|reply"), 2);
 
     // A script the server does not have yet, right after unreplied writes: the NOSCRIPT answer and
     // the retry after loading are read as they come.
@@ -73,7 +61,7 @@ fn unreplied_writes_run_in_order_and_each_call_reads_its_own_reply() {
         .pipe(redis::pipe().llen(&key).lindex(&key, -1))
         .expect("pipeline");
     assert_eq!((len, last.as_str()), (5, "e"));
-    assert_eq!(reply_switches(&mut check), 6);
+    assert_eq!(command_calls(&mut check, "client|reply"), 6);
     assert_eq!(lrange(&mut check, &key).len(), 5);
 }
 
@@ -105,5 +93,5 @@ fn a_new_connection_starts_with_replies_on() {
     let len: i64 = conn.cmd(redis::cmd("LLEN").arg(&key)).expect("LLEN");
     assert_eq!(len, 2);
     // OFF for "a", OFF and ON for "b": none for the fresh connection's first call.
-    assert_eq!(reply_switches(&mut check), 3);
+    assert_eq!(command_calls(&mut check, "client|reply"), 3);
 }

@@ -430,19 +430,6 @@ fn a_leader_finds_a_job_due_at_once_within_poll() {
     );
 }
 
-/// Calls of one command Redis counted, its scripts' inner calls included.
-fn command_calls(c: &mut redis::Connection, command: &str) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(c)
-        .expect("INFO");
-    let prefix = format!("cmdstat_{command}:calls=");
-    info.lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().expect("a call count"))
-}
-
 #[test]
 fn an_idle_leader_polls_at_most_fifty_times_a_second() {
     const WINDOW: Duration = Duration::from_secs(2);

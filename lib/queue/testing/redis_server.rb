@@ -17,12 +17,20 @@ module JobQueue
     class RedisServer
       attr_reader :dir, :pid
 
+      # A free port of 127.0.0.1 (free when asked: taken again only by a race).
+      def self.free_port
+        server = TCPServer.new("127.0.0.1", 0)
+        server.addr[1]
+      ensure
+        server&.close
+      end
+
       # `args`: extra redis-server arguments, e.g. ["--appendonly", "yes"]. `tcp: true` also listens on
       # a free port of 127.0.0.1 (#tcp_url).
       def initialize(args: [], prefix: "queue-redis", tcp: false)
         @args = args
         @prefix = prefix
-        @port = tcp ? free_port : 0
+        @port = tcp ? self.class.free_port : 0
       end
 
       def start
@@ -70,12 +78,6 @@ module JobQueue
 
       private
 
-      def free_port
-        server = TCPServer.new("127.0.0.1", 0)
-        server.addr[1]
-      ensure
-        server&.close
-      end
 
       def wait_for_socket
         deadline = ::Process.clock_gettime(::Process::CLOCK_MONOTONIC) + 10

@@ -184,6 +184,19 @@ pub fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
 
 // ---- synchronous readers ----------------------------------------------------------------------
 
+/// Calls of one command Redis counted, its scripts' inner calls included.
+pub fn command_calls(c: &mut redis::Connection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(c)
+        .expect("INFO");
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().expect("a call count"))
+}
+
 pub fn lrange(c: &mut redis::Connection, key: &str) -> Vec<Vec<u8>> {
     redis::cmd("LRANGE")
         .arg(key)
