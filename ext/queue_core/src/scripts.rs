@@ -29,6 +29,7 @@ pub static FAIL: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_helper!("dedup_release_fn.lua", "fail.lua")));
 pub static DEDUP_PUSH: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_helper!("dedup_positions.lua", "dedup_push.lua")));
+script!(DEDUP_PUSH_ONE, "dedup_push_one.lua");
 
 /// `dedup_release.lua`, sent as `EVAL` with its text, since it is written unreplied where a
 /// `NOSCRIPT` error would go unseen. Without its comments and indentation, to keep the bytes Redis

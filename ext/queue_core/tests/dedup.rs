@@ -120,6 +120,74 @@ fn idempotent_duplicates_are_dropped_in_one_atomic_push() {
     );
 }
 
+/// `perform_async`'s push (one immediate job) takes its key, or is dropped, through the short
+/// `dedup_push_one.lua`, in one round trip; only a duplicate to mark needs the general script, in a
+/// second. The job and key it writes are the general script's, byte for byte.
+#[test]
+fn one_job_is_pushed_or_dropped_by_the_short_script() {
+    let t = TestRedis::with_namespace("resque:gitlab:");
+    let mut conn = SyncConn::new(&t.redis());
+    let mut c = t.conn();
+    let general = queue_core::scripts::DEDUP_PUSH.get_hash().to_owned();
+    let loaded = |c: &mut redis::Connection| -> bool {
+        let found: Vec<bool> = redis::cmd("SCRIPT")
+            .arg("EXISTS")
+            .arg(&general)
+            .query(c)
+            .expect("SCRIPT EXISTS");
+        found == [true]
+    };
+    // Loaded first, so that no NOSCRIPT retry adds to the calls counted.
+    queue_core::scripts::DEDUP_PUSH_ONE
+        .load(&mut c)
+        .expect("SCRIPT LOAD");
+    assert_eq!(
+        push(&mut conn, &opts(true, false), &[job("a", "")]),
+        vec![Outcome::Pushed]
+    );
+    assert_eq!(
+        push(&mut conn, &opts(true, false), &[job("b", "")]),
+        vec![Outcome::Dropped("a".into())]
+    );
+    assert_eq!(command_calls(&mut c, "evalsha"), 2, "one call a push");
+    assert!(!loaded(&mut c), "the general script was not needed");
+    let k = key(&t);
+    let stored = lrange(&mut c, &t.key("queue:default"));
+    let expected = format!(
+        r#"{{"class":"W","args":[1,12345678901234567890.50],"queue":"default","jid":"a","idempotency_key":"{k}"}}"#
+    );
+    assert_eq!(
+        stored.iter().map(|j| text(j)).collect::<Vec<_>>(),
+        vec![expected]
+    );
+    assert_eq!(
+        redis::cmd("GET")
+            .arg(&k)
+            .query::<String>(&mut c)
+            .expect("GET"),
+        "a"
+    );
+    assert!((595..=600).contains(&ttl(&mut c, &k)));
+    assert_eq!(
+        smembers(&mut c, &t.key("queues")),
+        vec!["default".to_owned()]
+    );
+    let drops =
+        queue_core::metrics::field::name(queue_core::metrics::field::Kind::Dropped, "default", "W");
+    assert_eq!(
+        hget(&mut c, &t.key("jq:metrics"), &drops).as_deref(),
+        Some("1"),
+        "the drop is counted"
+    );
+    // A duplicate of a worker that is not idempotent is marked: the general script's work.
+    assert_eq!(
+        push(&mut conn, &opts(false, false), &[job("c", "")]),
+        vec![Outcome::Marked("a".into())]
+    );
+    assert!(loaded(&mut c));
+    assert_eq!(llen(&mut c, &t.key("queue:default")), 2);
+}
+
 #[test]
 fn other_duplicates_are_marked_and_pushed() {
     let t = TestRedis::start();

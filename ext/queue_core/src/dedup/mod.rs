@@ -2,7 +2,7 @@
 //!
 //! A deduplicated push takes the job's idempotency key, `duplicate:<queue>:<sha256 hex of
 //! "<class>:<args JSON>">`, with `SET NX EX ttl` in the same atomic step as the push itself
-//! (`dedup_push.lua`, one round trip for any number of jobs). A job that finds the key held is a
+//! ([`push`]: one round trip for any number of jobs). A job that finds the key held is a
 //! duplicate of the holder: dropped if its worker is idempotent (and the queue's
 //! `disable_<queue>_deduplication` flag is off), else pushed with a `duplicate-of` mark.
 //!
@@ -24,15 +24,17 @@ use redis::ScriptInvocation;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::blocking::SyncConn;
-use crate::client::check_queue_name;
-use crate::clock::{float_string, now_f64};
-use crate::error::{Error, Result};
+use crate::clock::now_f64;
 use crate::fetch::Unit;
 use crate::job::Job;
 use crate::keys::Keys;
-use crate::metrics;
 use crate::scripts;
+
+mod push;
+
+pub use push::{
+    outcomes, push_invocation, push_sync, DedupJob, FlagCheck, Outcome, Positions, PushOptions,
+};
 
 /// GitLab's default lifetime of an idempotency key.
 pub const DEFAULT_TTL_SECS: u64 = 6 * 60 * 60;
@@ -72,170 +74,8 @@ pub fn flag_name(queue: &str) -> String {
     format!("disable_{queue}_deduplication")
 }
 
-/// How a push learns whether its queue's flag turns dropping off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlagCheck {
-    /// Read `jq:features` inside the push script (no extra round trip).
-    Redis,
-    /// The caller checked: dropping is off (`true`) or on (`false`).
-    Given(bool),
-}
-
-/// What a deduplicated push needs to know of its worker.
-#[derive(Debug, Clone)]
-pub struct PushOptions {
-    pub class: String,
-    /// Seconds the key lives (a scheduled job's delay is added).
-    pub ttl: u64,
-    /// The worker is idempotent: duplicates are dropped rather than marked.
-    pub idempotent: bool,
-    /// `if_deduplicated: :reschedule_once`: a drop is recorded for the holder's release.
-    pub reschedule: bool,
-    pub flag: FlagCheck,
-}
-
-/// One job to push: its jid, its JSON (without `idempotency_key`), the JSON of the arguments to
-/// hash, and its run-at time if it is scheduled.
-#[derive(Debug, Clone)]
-pub struct DedupJob {
-    pub jid: String,
-    pub json: Vec<u8>,
-    pub args: Vec<u8>,
-    pub at: Option<f64>,
-}
-
-/// What became of one job of a deduplicated push.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Pushed; it holds its key.
-    Pushed,
-    /// Pushed with `duplicate-of: <jid>` (its worker is not idempotent, or dropping is off).
-    Marked(String),
-    /// Dropped as a duplicate of the job `jid`.
-    Dropped(String),
-}
-
-/// The `dedup_push.lua` call for `jobs` of one worker onto `queue` (or the schedule).
-pub fn push_invocation(
-    keys: &Keys,
-    queue: &str,
-    opts: &PushOptions,
-    jobs: &[DedupJob],
-    now: f64,
-) -> Result<ScriptInvocation<'static>> {
-    check_queue_name(queue)?;
-    if opts.ttl == 0 {
-        return Err(Error::InvalidArgument(
-            "deduplication ttl must be at least one second".to_owned(),
-        ));
-    }
-    let (flag_field, drop) = match opts.flag {
-        FlagCheck::Redis => (flag_name(queue), opts.idempotent),
-        FlagCheck::Given(off) => (String::new(), opts.idempotent && !off),
-    };
-    let mut inv = scripts::DEDUP_PUSH.prepare_invoke();
-    inv.key(keys.queues())
-        .key(keys.queue(queue))
-        .key(keys.schedule())
-        .key(keys.features())
-        .key(keys.metrics())
-        .arg(queue)
-        .arg(flag_field)
-        .arg(if drop { "1" } else { "0" })
-        .arg(if opts.reschedule { "1" } else { "0" })
-        .arg(metrics::field::name(
-            metrics::field::Kind::Dropped,
-            queue,
-            &opts.class,
-        ));
-    for job in jobs {
-        let key = keys.duplicate(queue, &digest(&opts.class, &job.args));
-        if job.jid.is_empty() {
-            return Err(Error::InvalidJob(
-                "a deduplicated job needs a jid".to_owned(),
-            ));
-        }
-        let (json, positions) = with_key(&job.json, &key)?;
-        let (ttl, at) = match job.at {
-            Some(at) if !at.is_finite() => {
-                return Err(Error::InvalidArgument(format!(
-                    "scheduled time must be a finite number, got {at}"
-                )))
-            }
-            Some(at) => (
-                opts.ttl + (at - now).max(0.0).ceil() as u64,
-                float_string(at),
-            ),
-            None => (opts.ttl, String::new()),
-        };
-        inv.key(&key).key(Keys::duplicate_meta(&key));
-        inv.arg(&job.jid)
-            .arg(ttl)
-            .arg(at)
-            .arg(json)
-            .arg(positions.len());
-        for (name, position) in positions {
-            inv.arg(name).arg(position);
-        }
-    }
-    Ok(inv)
-}
-
-/// Replication positions: (name, position) pairs, in the job's order.
-pub type Positions = Vec<(String, String)>;
-
-/// The job JSON with `"idempotency_key": key` added, and its `wal_locations`. A job without either
-/// field (the common case) gets the field spliced in before its closing brace, without a parse;
-/// otherwise it is parsed and rewritten (numbers keep their digits, fields their order).
-fn with_key(json: &[u8], key: &str) -> Result<(Vec<u8>, Positions)> {
-    let plain = json.len() > 2
-        && json.first() == Some(&b'{')
-        && json.last() == Some(&b'}')
-        && !contains(json, b"\"idempotency_key\"")
-        && !contains(json, b"\"wal_locations\"");
-    if plain {
-        let quoted = serde_json::to_string(key).map_err(|e| Error::InvalidJob(e.to_string()))?;
-        let mut out = Vec::with_capacity(json.len() + quoted.len() + 20);
-        out.extend_from_slice(&json[..json.len() - 1]);
-        out.extend_from_slice(b",\"idempotency_key\":");
-        out.extend_from_slice(quoted.as_bytes());
-        out.push(b'}');
-        return Ok((out, Vec::new()));
-    }
-    let mut parsed = Job::parse(json)?;
-    parsed.set(IDEMPOTENCY_KEY, Value::String(key.to_owned()));
-    let positions = positions_of(&parsed);
-    Ok((parsed.to_json().into_bytes(), positions))
-}
-
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
-}
-
-/// Reads the script's reply: one status per job.
-pub fn outcomes(reply: Vec<String>) -> Vec<Outcome> {
-    reply
-        .into_iter()
-        .map(|s| match s.split_at_checked(1) {
-            Some(("d", jid)) => Outcome::Dropped(jid.to_owned()),
-            Some(("m", jid)) => Outcome::Marked(jid.to_owned()),
-            _ => Outcome::Pushed,
-        })
-        .collect()
-}
-
-/// Pushes jobs of one worker with deduplication, in one round trip on a caller's connection.
-pub fn push_sync(
-    conn: &mut SyncConn,
-    queue: &str,
-    opts: &PushOptions,
-    jobs: &[DedupJob],
-) -> Result<Vec<Outcome>> {
-    let inv = push_invocation(conn.keys(), queue, opts, jobs, now_f64())?;
-    if jobs.is_empty() {
-        return Ok(Vec::new());
-    }
-    Ok(outcomes(conn.script::<Vec<String>>(&inv)?))
 }
 
 /// A job's `wal_locations` as (name, position) pairs; numbers keep their digits.
@@ -485,14 +325,14 @@ mod tests {
     #[test]
     fn the_key_is_spliced_in_or_set_by_a_rewrite() {
         let (json, positions) =
-            with_key(br#"{"class":"W","args":[1.50]}"#, "duplicate:q:a\"b").expect("ok");
+            push::with_key(br#"{"class":"W","args":[1.50]}"#, "duplicate:q:a\"b").expect("ok");
         assert_eq!(
             String::from_utf8(json).expect("utf-8"),
             r#"{"class":"W","args":[1.50],"idempotency_key":"duplicate:q:a\"b"}"#
         );
         assert!(positions.is_empty());
         let raw = br#"{"idempotency_key":"old","args":[1.50],"wal_locations":{"main":"0/A"}}"#;
-        let (json, positions) = with_key(raw, "new").expect("ok");
+        let (json, positions) = push::with_key(raw, "new").expect("ok");
         assert_eq!(
             String::from_utf8(json).expect("utf-8"),
             r#"{"idempotency_key":"new","args":[1.50],"wal_locations":{"main":"0/A"}}"#
