@@ -84,14 +84,15 @@ module JobQueue
       nil
     end
 
-    def process(queue, raw)
+    # `key_released`: the engine already released the job's idempotency key, with its batch.
+    def process(queue, raw, key_released)
       job = parse(raw) or return
       klass = nil
       begin
         klass = constantize(job["class"])
         worker = klass.new
         worker.jid = job["jid"] if worker.respond_to?(:jid=)
-        deduplicated(klass, job) if job["idempotency_key"] && !job.key?("duplicate-of")
+        deduplicated(klass, job) if !key_released && job["idempotency_key"] && !job.key?("duplicate-of")
         JobRun.around(@config, klass, job, queue) do # context and JSON job logs (job_run.rb)
           @config.server_middleware_chain.invoke(worker, job, queue) do
             worker.perform(*job["args"])

@@ -82,6 +82,7 @@ mod tests {
             queue: "default".into(),
             raw: raw.to_vec(),
             working: "w".into(),
+            key_released: false,
         }
     }
 

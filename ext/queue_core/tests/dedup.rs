@@ -461,6 +461,7 @@ fn a_batchs_keys_go_out_together_when_it_arrives() {
     let (server, mut fetcher, release_of) = four_deduplicated(&t, ["W"; 4]);
     // Job 1 comes alone (the queue is untimed); its dedup call teaches the fetcher the class.
     assert_eq!(parse(&take(&mut fetcher))["jid"], "j1");
+    assert!(!fetcher.running_key_released());
     fetcher.dedup(release_of(1), false, false).expect("dedup");
     fetcher.done();
     assert!(exists(&mut c, &release_of(2).key));
@@ -473,6 +474,8 @@ fn a_batchs_keys_go_out_together_when_it_arrives() {
         if n > 2 {
             assert_eq!(parse(&take(&mut fetcher))["jid"], format!("j{n}"));
         }
+        // The caller may skip the dedup call: there is nothing left to release.
+        assert!(fetcher.running_key_released(), "job {n}");
         fetcher.dedup(release_of(n), false, false).expect("dedup");
         fetcher.done();
     }
@@ -495,6 +498,7 @@ fn a_class_learnt_mid_batch_releases_the_rest_of_its_jobs_at_once() {
     // V is not known yet: the batch arrives and nothing goes out for it.
     assert_eq!(parse(&take(&mut fetcher))["jid"], "j2");
     assert!((2..=4).all(|n| exists(&mut c, &release_of(n).key)));
+    assert!(!fetcher.running_key_released());
     // V2's dedup call teaches the class: V3's and V4's releases go in the same call as its own.
     fetcher.dedup(release_of(2), false, false).expect("dedup");
     wait_for("V's keys released", || {
@@ -503,6 +507,7 @@ fn a_class_learnt_mid_batch_releases_the_rest_of_its_jobs_at_once() {
     fetcher.done();
     for n in 3..=4 {
         assert_eq!(parse(&take(&mut fetcher))["jid"], format!("j{n}"));
+        assert!(fetcher.running_key_released(), "job {n}");
         fetcher.dedup(release_of(n), false, false).expect("dedup");
         fetcher.done();
     }

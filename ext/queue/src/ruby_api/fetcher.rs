@@ -39,6 +39,8 @@ impl Fetcher {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// `next(timeout)`: `[queue, job JSON, key_released]` or nil. `key_released`: the job's
+    /// idempotency key went out with its batch, so it needs no `dedup` call.
     fn next(ruby: &Ruby, rb_self: &Self, timeout: f64) -> Result<Option<RArray>, Error> {
         let buffered = rb_self.lock().next_buffered();
         let job = match buffered {
@@ -49,12 +51,15 @@ impl Fetcher {
                 blocking(move || inner.lock().unwrap_or_else(|p| p.into_inner()).next(wait))?
             }
         };
-        Ok(job.map(|(queue, raw)| {
-            let pair = ruby.ary_new_capa(2);
-            let _ = pair.push(ruby.str_new(&queue));
-            let _ = pair.push(utf8_string(ruby, &raw));
-            pair
-        }))
+        let Some((queue, raw)) = job else {
+            return Ok(None);
+        };
+        let key_released = rb_self.lock().running_key_released();
+        let work = ruby.ary_new_capa(3);
+        work.push(ruby.str_new(&queue))?;
+        work.push(utf8_string(ruby, &raw))?;
+        work.push(key_released)?;
+        Ok(Some(work))
     }
 
     fn done(&self) -> Result<(), Error> {

@@ -83,6 +83,7 @@ pub fn fetched_units(
                 queue: queue.to_owned(),
                 raw,
                 working: working[index].clone(),
+                key_released: false,
             }),
             _ => None,
         })
@@ -161,6 +162,7 @@ pub fn claim_lost_batch(
                 queue: queue.to_owned(),
                 raw,
                 working: working[index].clone(),
+                key_released: false,
             })
             .collect(),
     })
@@ -241,6 +243,7 @@ mod tests {
             queue: "default".into(),
             raw: b"{\"jid\":\"a\"}".to_vec(),
             working: "jq:working:h:1:x:t1:default".into(),
+            key_released: false,
         };
         let text = String::from_utf8(ack_command(&unit)).expect("utf-8");
         assert_eq!(
@@ -257,6 +260,7 @@ mod tests {
             queue: q.into(),
             raw: raw.to_vec(),
             working: w.into(),
+            key_released: false,
         };
         let units = [
             unit("w1", "a", b"1"),

@@ -72,11 +72,9 @@ pub struct Fetcher {
     release: Option<Release>,
     /// Classes whose jobs release their key as they start (`until_executing`), learnt from
     /// [`Fetcher::dedup`]: the buffered jobs of one have their keys released together, in one script
-    /// call, when their batch arrives (`release_buffered_early`), and their own `dedup` calls then
-    /// have nothing left to do.
+    /// call, when their batch arrives (`release_buffered_early`), and are marked
+    /// [`Unit::key_released`], so that their start has nothing left to do.
     early: HashSet<String>,
-    /// The jids of buffered jobs whose keys went out that way.
-    released_early: HashSet<String>,
     /// Acknowledged jobs not yet counted in `stat:processed`.
     uncounted: u64,
     last_empty_fetch: Option<Instant>,
@@ -129,7 +127,6 @@ impl Fetcher {
             unsent: Vec::new(),
             release: None,
             early: HashSet::new(),
-            released_early: HashSet::new(),
             uncounted: 0,
             last_empty_fetch: None,
             stranded: Vec::new(),
@@ -265,32 +262,35 @@ impl Fetcher {
     fn release_buffered_early(&mut self, first: Option<Release>) {
         let mut releases: Vec<Release> = first.into_iter().collect();
         if !self.early.is_empty() {
-            let slot = lock(&self.slot);
-            let mut released = HashSet::new();
-            for unit in &slot.buffer {
+            let mut slot = lock(&self.slot);
+            for unit in slot.buffer.iter_mut().filter(|u| !u.key_released) {
                 let Some((key, jid, class)) = dedup::plain_holder(&unit.raw) else {
                     continue;
                 };
-                if self.released_early.contains(&jid) {
-                    released.insert(jid);
-                } else if self.early.contains(&class) {
+                if self.early.contains(&class) {
                     releases.push(Release {
                         key,
-                        jid: jid.clone(),
+                        jid,
                         ttl: 0,
                         reschedule: false,
                     });
-                    released.insert(jid);
+                    unit.key_released = true;
                 }
             }
-            drop(slot);
-            // Jobs no longer buffered (started, stolen, handed back) are forgotten.
-            self.released_early = released;
         }
         if !releases.is_empty() {
             let packet = dedup::unreplied(&dedup::start_command(&releases));
             self.write_unreplied(packet, Due::Now);
         }
+    }
+
+    /// Whether the running job's idempotency key already went out with its batch: then it needs no
+    /// [`Fetcher::dedup`] call as it starts.
+    pub fn running_key_released(&self) -> bool {
+        lock(&self.slot)
+            .current
+            .as_ref()
+            .is_some_and(|(unit, _)| unit.key_released)
     }
 
     /// The running job is deduplicated (it carries `idempotency_key`). `until_executed`: its key is
@@ -303,17 +303,17 @@ impl Fetcher {
         until_executed: bool,
         read: bool,
     ) -> Result<Option<Vec<(String, String)>>> {
-        let released = self.released_early.remove(&release.jid);
         if !read {
-            let class = {
+            let (class, released) = {
                 let slot = lock(&self.slot);
                 let Some((unit, _)) = slot.current.as_ref() else {
                     return Err(Error::InvalidArgument("no job is running".to_owned()));
                 };
-                if until_executed || released {
-                    None
+                if until_executed || unit.key_released {
+                    (None, unit.key_released)
                 } else {
-                    dedup::plain_holder(&unit.raw).map(|(_, _, class)| class)
+                    let class = dedup::plain_holder(&unit.raw).map(|(_, _, class)| class);
+                    (class, false)
                 }
             };
             if until_executed {

@@ -73,6 +73,7 @@ pub async fn run(shared: Arc<FetchShared>, index: usize, working: String) {
                     queue: queue.clone(),
                     raw,
                     working: working.clone(),
+                    key_released: false,
                 };
                 // The process went quiet while the BLMOVE waited: put the job back at the head of
                 // its queue for another process, rather than hold it unrun until this one stops.

@@ -44,4 +44,7 @@ pub struct Unit {
     pub raw: Vec<u8>,
     /// The working list that holds it until it is acknowledged.
     pub working: String,
+    /// Its idempotency key went out with its batch's early releases (`until_executing`), so nothing
+    /// is left to release when it starts.
+    pub key_released: bool,
 }

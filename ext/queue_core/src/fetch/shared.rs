@@ -252,6 +252,7 @@ mod tests {
             queue: "default".into(),
             raw: vec![n],
             working: "w".into(),
+            key_released: false,
         }
     }
 
