@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 use crate::clock::now_f64;
 use crate::fetch::Unit;
 use crate::job::Job;
+use crate::job_json::TopLevel;
 use crate::keys::Keys;
 use crate::scripts;
 
@@ -254,21 +255,41 @@ impl Release {
 
 /// The idempotency key, jid and class of a job that may hold its key and carries no positions to
 /// hand over: it has `idempotency_key`, and neither `duplicate-of` (a marked duplicate never holds
-/// the key) nor `wal_locations`. A byte search first, so other jobs cost no parse.
+/// the key) nor `wal_locations`, at its top level. A byte search first, so other jobs cost no scan;
+/// then one pass over the top-level fields (`job_json`), a full parse only for escaped strings.
 pub fn plain_holder(raw: &[u8]) -> Option<(String, String, String)> {
-    if !contains(raw, b"\"idempotency_key\"")
-        || contains(raw, b"\"duplicate-of\"")
-        || contains(raw, b"\"wal_locations\"")
-    {
+    if !contains(raw, b"\"idempotency_key\"") {
         return None;
     }
-    // Only the three fields are kept; the rest of the job is skipped, not built.
-    let peek: Peek<'_> = serde_json::from_slice(raw).ok()?;
-    Some((
-        peek.idempotency_key?.into_owned(),
-        peek.jid?.into_owned(),
-        peek.class?.into_owned(),
-    ))
+    let (mut key, mut jid, mut class) = (None, None, None);
+    let mut escaped = false;
+    let mut fields = TopLevel::new(raw);
+    for field in fields.by_ref() {
+        let slot = match field.key {
+            b"idempotency_key" => &mut key,
+            b"jid" => &mut jid,
+            b"class" => &mut class,
+            b"duplicate-of" | b"wal_locations" => return None,
+            _ => continue,
+        };
+        let (value, has_escape) = field.string?;
+        escaped |= has_escape;
+        *slot = Some(value);
+    }
+    if fields.malformed() {
+        return None;
+    }
+    if escaped {
+        // Rare: let serde unescape them.
+        let peek: Peek<'_> = serde_json::from_slice(raw).ok()?;
+        return Some((
+            peek.idempotency_key?.into_owned(),
+            peek.jid?.into_owned(),
+            peek.class?.into_owned(),
+        ));
+    }
+    let text = |v: Option<&[u8]>| std::str::from_utf8(v?).ok().map(str::to_owned);
+    Some((text(key)?, text(jid)?, text(class)?))
 }
 
 #[derive(serde::Deserialize)]
@@ -365,6 +386,35 @@ mod tests {
                 ("geo".to_owned(), "7".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn a_plain_holder_is_read_at_the_top_level() {
+        let raw = br#"{"class":"W","args":[{"jid":"inner","wal_locations":{}}],"jid":"j1","idempotency_key":"duplicate:q:abc"}"#;
+        assert_eq!(
+            plain_holder(raw),
+            Some(("duplicate:q:abc".into(), "j1".into(), "W".into()))
+        );
+        let escaped = br#"{"class":"A\u0042","jid":"j1","idempotency_key":"k"}"#;
+        assert_eq!(
+            plain_holder(escaped),
+            Some(("k".into(), "j1".into(), "AB".into()))
+        );
+        for not_one in [
+            &br#"{"class":"W","jid":"j1","idempotency_key":"k","duplicate-of":"j0"}"#[..],
+            br#"{"class":"W","jid":"j1","idempotency_key":"k","wal_locations":{"main":"0/1"}}"#,
+            br#"{"class":"W","idempotency_key":"k"}"#,
+            br#"{"class":"W","jid":1,"idempotency_key":"k"}"#,
+            br#"{"class":"W","jid":"j1","idempotency_key":"k"#,
+            br#"{"class":"W","jid":"j1"}"#,
+        ] {
+            assert_eq!(
+                plain_holder(not_one),
+                None,
+                "{}",
+                String::from_utf8_lossy(not_one)
+            );
+        }
     }
 
     #[test]
