@@ -454,6 +454,34 @@ fn four_deduplicated(
     (server, fetcher, release_of)
 }
 
+/// The running job's start and end, as the processor makes them for an `until_executing` job.
+fn run_until_executing(fetcher: &mut Fetcher, release: Release) {
+    fetcher.dedup(release, false, false).expect("dedup");
+    fetcher.done();
+}
+
+/// Job `n` comes next with its key already released with its batch; it runs.
+fn run_released(fetcher: &mut Fetcher, n: usize, release: Release) {
+    assert_eq!(parse(&take(fetcher))["jid"], format!("j{n}"));
+    // The caller may skip the dedup call: there is nothing left to release.
+    assert!(fetcher.running_key_released(), "job {n}");
+    run_until_executing(fetcher, release);
+}
+
+/// After a round trip (an empty fetch) Redis has run everything the fetcher wrote before it: it
+/// made `evals` script calls in all. Then the server stops.
+fn assert_evals_then_stop(
+    c: &mut redis::Connection,
+    mut fetcher: Fetcher,
+    server: Server,
+    evals: u64,
+) {
+    assert!(fetcher.next(Duration::ZERO).expect("fetch").is_none());
+    assert_eq!(command_calls(c, "eval"), evals);
+    drop(fetcher);
+    server.stop().expect("stop");
+}
+
 #[test]
 fn a_batchs_keys_go_out_together_when_it_arrives() {
     let t = TestRedis::start();
@@ -462,29 +490,20 @@ fn a_batchs_keys_go_out_together_when_it_arrives() {
     // Job 1 comes alone (the queue is untimed); its dedup call teaches the fetcher the class.
     assert_eq!(parse(&take(&mut fetcher))["jid"], "j1");
     assert!(!fetcher.running_key_released());
-    fetcher.dedup(release_of(1), false, false).expect("dedup");
-    fetcher.done();
+    run_until_executing(&mut fetcher, release_of(1));
     assert!(exists(&mut c, &release_of(2).key));
     // Jobs 2-4 come as one batch, and its three releases go out as it arrives, in one call.
     assert_eq!(parse(&take(&mut fetcher))["jid"], "j2");
     wait_for("the batch's keys released", || {
         (2..=4).all(|n| !exists(&mut c, &release_of(n).key))
     });
-    for n in 2..=4 {
-        if n > 2 {
-            assert_eq!(parse(&take(&mut fetcher))["jid"], format!("j{n}"));
-        }
-        // The caller may skip the dedup call: there is nothing left to release.
-        assert!(fetcher.running_key_released(), "job {n}");
-        fetcher.dedup(release_of(n), false, false).expect("dedup");
-        fetcher.done();
+    assert!(fetcher.running_key_released(), "job 2");
+    run_until_executing(&mut fetcher, release_of(2));
+    for n in 3..=4 {
+        run_released(&mut fetcher, n, release_of(n));
     }
     // Their own dedup calls wrote nothing: one script call for job 1, one for the batch.
-    // A round trip (an empty fetch): Redis has run everything the fetcher wrote before it.
-    assert!(fetcher.next(Duration::ZERO).expect("fetch").is_none());
-    assert_eq!(command_calls(&mut c, "eval"), 2);
-    drop(fetcher);
-    server.stop().expect("stop");
+    assert_evals_then_stop(&mut c, fetcher, server, 2);
 }
 
 #[test]
@@ -493,8 +512,7 @@ fn a_class_learnt_mid_batch_releases_the_rest_of_its_jobs_at_once() {
     let mut c = t.conn();
     let (server, mut fetcher, release_of) = four_deduplicated(&t, ["W", "V", "V", "V"]);
     assert_eq!(parse(&take(&mut fetcher))["jid"], "j1");
-    fetcher.dedup(release_of(1), false, false).expect("dedup");
-    fetcher.done();
+    run_until_executing(&mut fetcher, release_of(1));
     // V is not known yet: the batch arrives and nothing goes out for it.
     assert_eq!(parse(&take(&mut fetcher))["jid"], "j2");
     assert!((2..=4).all(|n| exists(&mut c, &release_of(n).key)));
@@ -506,14 +524,7 @@ fn a_class_learnt_mid_batch_releases_the_rest_of_its_jobs_at_once() {
     });
     fetcher.done();
     for n in 3..=4 {
-        assert_eq!(parse(&take(&mut fetcher))["jid"], format!("j{n}"));
-        assert!(fetcher.running_key_released(), "job {n}");
-        fetcher.dedup(release_of(n), false, false).expect("dedup");
-        fetcher.done();
+        run_released(&mut fetcher, n, release_of(n));
     }
-    // A round trip (an empty fetch): Redis has run everything the fetcher wrote before it.
-    assert!(fetcher.next(Duration::ZERO).expect("fetch").is_none());
-    assert_eq!(command_calls(&mut c, "eval"), 2);
-    drop(fetcher);
-    server.stop().expect("stop");
+    assert_evals_then_stop(&mut c, fetcher, server, 2);
 }

@@ -304,17 +304,14 @@ impl Fetcher {
         read: bool,
     ) -> Result<Option<Vec<(String, String)>>> {
         if !read {
-            let (class, released) = {
+            let (released, class) = {
                 let slot = lock(&self.slot);
                 let Some((unit, _)) = slot.current.as_ref() else {
                     return Err(Error::InvalidArgument("no job is running".to_owned()));
                 };
-                if until_executed || unit.key_released {
-                    (None, unit.key_released)
-                } else {
-                    let class = dedup::plain_holder(&unit.raw).map(|(_, _, class)| class);
-                    (class, false)
-                }
+                let learn = !until_executed && !unit.key_released;
+                let class = learn.then(|| dedup::plain_holder(&unit.raw)).flatten();
+                (unit.key_released, class.map(|(_, _, class)| class))
             };
             if until_executed {
                 self.release = Some(release);
