@@ -11,6 +11,10 @@
 # (`perform_bulk`, batches of 1000; more jobs than one by one because a bulk push of 20,000 takes
 # only ~0.2 s, too short to time on a busy machine). The order of the clients alternates between
 # rounds, and the table shows the medians. A short warm-up of each client comes first.
+#
+# Between the two clients, each round also times M bare `PING`s through queue's engine: no push can
+# take less than that round trip, so Sidekiq's time per push over it is the highest one-by-one ratio
+# any client could reach against Sidekiq on this machine at that moment (the "ceiling").
 require_relative "lib/clients"
 require_relative "lib/redis_server"
 require_relative "lib/report"
@@ -25,7 +29,7 @@ module Bench
     KINDS = %i[sidekiq queue].freeze
     MODES = %i[one_by_one bulk].freeze
     FIELDS = %w[jobs_per_s client_cpu_us_per_job redis_cpu_us_per_job seconds other_processes_cores].freeze
-    LABELS = {sidekiq: "Sidekiq #{Sidekiq::VERSION}", queue: "queue #{JobQueue::VERSION}"}.freeze
+    LABELS = {sidekiq: "Sidekiq #{Sidekiq::VERSION}", queue: "queue #{JobQueue::VERSION}", round_trip: "bare round trip (PING)"}.freeze
     MODE_LABELS = {
       one_by_one: "#{Report.num(JOBS[:one_by_one])} one by one (perform_async)",
       bulk: "#{Report.num(JOBS[:bulk])} in bulk (perform_bulk, 1000 a batch)"
@@ -55,24 +59,31 @@ module Bench
 
     def warm_up(redis)
       KINDS.product(MODES).each { |kind, mode| EnqueueRun.new(kind, mode, redis, jobs: WARMUP).call }
+      EnqueueRun.new(:round_trip, :one_by_one, redis, jobs: WARMUP).call
     end
 
-    # One round: a list of results, each client in each mode once.
+    # One round: a list of results, each client in each mode once, and the bare round trip between
+    # the two clients.
     def round(redis, index)
-      order = index.odd? ? KINDS : KINDS.reverse
-      warn "round #{index}/#{ROUNDS}: #{order.join(", then ")}..."
-      order.product(MODES).map { |kind, mode| EnqueueRun.new(kind, mode, redis, jobs: JOBS.fetch(mode)).call }
+      first, second = index.odd? ? KINDS : KINDS.reverse
+      warn "round #{index}/#{ROUNDS}: #{first}, round trip, #{second}..."
+      run = ->(kind, mode) { EnqueueRun.new(kind, mode, redis, jobs: JOBS.fetch(mode)).call }
+      MODES.map { |mode| run.(first, mode) } + [run.(:round_trip, :one_by_one)] + MODES.map { |mode| run.(second, mode) }
     end
 
-    # {"one_by_one" => {"sidekiq" => medians, "queue" => medians, "ratios" => {...}}, "bulk" => ...}
+    # {"one_by_one" => {"sidekiq" => medians, "queue" => medians, "round_trip" => medians,
+    #  "ratios" => {...}, "ceiling" => x}, "bulk" => ...}
     def summarize(rounds)
       MODES.to_h do |mode|
-        per_kind = KINDS.to_h do |kind|
+        kinds = mode == :one_by_one ? KINDS + [:round_trip] : KINDS
+        per_kind = kinds.to_h do |kind|
           results = rounds.flatten.select { |r| r["client"] == kind.to_s && r["mode"] == mode.to_s }
           [kind.to_s, Report.medians(results, FIELDS)]
         end
         q, s = per_kind.fetch("queue"), per_kind.fetch("sidekiq")
-        [mode.to_s, per_kind.merge("ratios" => FIELDS.first(3).to_h { |f| [f, Report.ratio(q[f], s[f])] })]
+        summary = per_kind.merge("ratios" => FIELDS.first(3).to_h { |f| [f, Report.ratio(q[f], s[f])] })
+        summary["ceiling"] = Report.median(round_ratios(rounds, mode, "round_trip")) if mode == :one_by_one
+        [mode.to_s, summary]
       end
     end
 
@@ -82,12 +93,13 @@ module Bench
       header = ["", "jobs/s", "client CPU µs/job", "Redis CPU µs/job", "seconds", "other procs (cores)"]
       MODES.each do |mode|
         s = summary.fetch(mode.to_s)
-        rows = KINDS.map { |k| row(LABELS.fetch(k), s.fetch(k.to_s)) }
+        rows = (KINDS + [:round_trip]).filter_map { |k| s[k.to_s] && row(LABELS.fetch(k), s.fetch(k.to_s)) }
         r = s.fetch("ratios")
         rows << ["queue / Sidekiq", Report.times(r["jobs_per_s"]), Report.times(r["client_cpu_us_per_job"]), Report.times(r["redis_cpu_us_per_job"]), "", ""]
         puts "\n#{MODE_LABELS.fetch(mode)}"
         puts Report.table(header, rows)
         puts "queue / Sidekiq jobs/s in each round: #{round_ratios(rounds, mode).map { |x| Report.times(x) }.join(", ")}"
+        print_ceiling(rounds, s) if s.key?("ceiling")
       end
       puts "(ratios of CPU per job: lower is better for queue)"
       puts "\nEach round:"
@@ -95,14 +107,26 @@ module Bench
       puts Report.table(header, rows)
       speedup = summary.dig("one_by_one", "ratios", "jobs_per_s")
       puts "\nTarget (reported, not asserted):"
-      puts "  #{speedup >= TARGET_SPEEDUP ? "met   " : "MISSED"}  one-by-one enqueue ≥ #{TARGET_SPEEDUP}× Sidekiq: #{Report.times(speedup)}"
+      ceiling = summary.dig("one_by_one", "ceiling")
+      puts "  #{speedup >= TARGET_SPEEDUP ? "met   " : "MISSED"}  one-by-one enqueue ≥ #{TARGET_SPEEDUP}× Sidekiq: #{Report.times(speedup)} " \
+        "(ceiling #{Report.times(ceiling)})"
     end
 
-    # queue's rate over Sidekiq's within each round (the two ran seconds apart).
-    def round_ratios(rounds, mode)
+    # How close to a bare round trip each push is: the ceiling is the round trip's rate over
+    # Sidekiq's, the highest queue / Sidekiq any one-by-one client could have reached in the round.
+    def print_ceiling(rounds, summary)
+      ceilings = round_ratios(rounds, :one_by_one, "round_trip")
+      share = Report.ratio(summary.dig("queue", "jobs_per_s"), summary.dig("round_trip", "jobs_per_s"))
+      puts "ceiling (bare round trip / Sidekiq) in each round: #{ceilings.map { |x| Report.times(x) }.join(", ")}; " \
+        "median #{Report.times(summary["ceiling"])}"
+      puts "a queue push runs at #{format("%.0f%%", share * 100)} of the bare round trip's rate (medians)"
+    end
+
+    # `kind`'s rate (queue's unless given) over Sidekiq's within each round (they ran seconds apart).
+    def round_ratios(rounds, mode, kind = "queue")
       rounds.map do |rd|
-        rate = ->(kind) { rd.find { |r| r["client"] == kind && r["mode"] == mode.to_s }["jobs_per_s"] }
-        Report.ratio(rate.("queue"), rate.("sidekiq"))
+        rate = ->(k) { rd.find { |r| r["client"] == k && r["mode"] == mode.to_s }["jobs_per_s"] }
+        Report.ratio(rate.(kind), rate.("sidekiq"))
       end
     end
 

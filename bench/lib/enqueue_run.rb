@@ -6,8 +6,12 @@ module Bench
   # One timed enqueue of M blank jobs from this thread: one by one (`perform_async`) or in bulk
   # (`perform_bulk`, batches of 1000), with Sidekiq's client or queue's. The time covers the calls
   # only; the jobs are counted in Redis afterwards.
+  #
+  # The kind :round_trip pushes nothing: it makes M bare `PING`s, one by one, through queue's
+  # engine (the connection `perform_async` uses). No push can take less than one round trip, so its
+  # time is the floor of a one-by-one push on this machine.
   class EnqueueRun
-    JOB_CLASSES = {sidekiq: SidekiqBlankJob, queue: QueueBlankJob}.freeze
+    JOB_CLASSES = {sidekiq: SidekiqBlankJob, queue: QueueBlankJob, round_trip: nil}.freeze
     BATCH = 1000
 
     def initialize(kind, mode, redis, jobs:)
@@ -32,11 +36,20 @@ module Bench
     private
 
     def push(args)
+      return ping if @kind == :round_trip
+
       case @mode
       when :one_by_one then @jobs.times { @klass.perform_async }
       when :bulk then @klass.perform_bulk(args, batch_size: BATCH)
       else raise ArgumentError, "unknown mode #{@mode}"
       end
+    end
+
+    def ping
+      raise ArgumentError, "a round trip is measured one by one, not #{@mode}" unless @mode == :one_by_one
+
+      engine = JobQueue.config.engine
+      @jobs.times { engine.ping }
     end
 
     def snapshot
@@ -49,8 +62,9 @@ module Bench
     end
 
     def verify!
+      expected = @kind == :round_trip ? 0 : @jobs
       found = @redis.client.llen("queue:default")
-      raise "#{@kind} #{@mode}: expected #{@jobs} jobs in queue:default, found #{found}" unless found == @jobs
+      raise "#{@kind} #{@mode}: expected #{expected} jobs in queue:default, found #{found}" unless found == expected
     end
 
     def result(first, last)
