@@ -53,6 +53,20 @@ module JobQueue
       push("class" => worker_class, "args" => args)
     end
 
+    # `perform_bulk`'s common case, as #push_args: the engine builds and queues each slice of up to
+    # BULK_SLICE jobs in one call when nothing in Ruby needs to see them; a slice holding an argument
+    # it does not write (or an entry that is not an Array) takes #push_bulk, with the same result.
+    # Returns the jids of the jobs queued.
+    def push_bulk_args(worker_class, args_list)
+      template = direct_push? && args_list.is_a?(Array) && worker_class.push_template
+      return push_bulk("class" => worker_class, "args" => args_list) unless template
+
+      flag = template.deduplicated ? feature_flag(template.queue) : nil
+      args_list.each_slice(BULK_SLICE).flat_map do |slice|
+        @config.engine.push_bulk_new(template.native, slice, flag) || push_bulk("class" => worker_class, "args" => slice)
+      end
+    end
+
     # `items` holds "class", "args" (an Array of argument Arrays), and optionally "at" (one time, or
     # one per job: a Time or epoch seconds) and any job option. The options are checked once; each job gets its own jid.
     # Returns the jids of the jobs pushed.

@@ -201,6 +201,8 @@ module JobQueue
 
       def perform_bulk(args_list, batch_size: 1000)
         args_list.each_slice(batch_size).flat_map do |slice|
+          next JobQueue::Client.new.push_bulk_args(@klass, slice) if @options.empty? && @at.nil?
+
           item = @options.merge("class" => @klass, "args" => slice)
           item["at"] = @at if @at
           JobQueue::Client.new.push_bulk(item)

@@ -97,6 +97,63 @@ RSpec.describe "perform_async built by the engine" do
     expect(jobs.map { |j| [j["args"], j["seen"], j["meta.caller_id"]] }).to eq([[[1], true, nil], [[2], nil, "spec"], [[3], nil, nil]])
   end
 
+  describe "perform_bulk" do
+    def bulk(klass, args_list)
+      JobQueue.engine.push_bulk_new(klass.push_template.native, args_list, nil)
+    end
+
+    # The field order is the Ruby client's single push (and Sidekiq's bulk push: jid before
+    # created_at); the Ruby client's own bulk path writes jid after created_at.
+    it "writes what the Ruby client writes, in order, with one time for the batch" do
+      jids = bulk(plain, ARGS)
+      expect(jids).to all(match(/\A\h{24}\z/))
+      expect(jids.uniq.size).to eq(ARGS.size)
+      engine_raws = raw_jobs
+      redis.del("queue:default")
+      ARGS.each { |args| JobQueue::Client.new.push("class" => plain, "args" => args) }
+
+      expect(engine_raws.map { |raw| shape(raw) }).to eq(raw_jobs.map { |raw| shape(raw) })
+      jobs = engine_raws.map { |raw| JSON.parse(raw) }
+      expect(jobs.map { |j| j["jid"] }).to eq(jids)
+      expect(jobs.map { |j| j["args"] }).to eq(ARGS)
+      expect(jobs.map { |j| [j["created_at"], j["enqueued_at"]] }.uniq.size).to eq(1)
+    end
+
+    it "is what perform_bulk and bulk_perform_async use, a slice of at most 1,000 a call" do
+      calls = []
+      engine = JobQueue.engine
+      engine.define_singleton_method(:push_bulk_new) { |*args| calls << args[1].size; super(*args) }
+      jids = plain.perform_bulk(Array.new(2500) { |i| [i] })
+      expect(calls).to eq([1000, 1000, 500])
+      expect(jids.size).to eq(2500)
+      expect(raw_jobs.map { |raw| JSON.parse(raw)["args"] }).to eq(Array.new(2500) { |i| [i] })
+    ensure
+      engine.singleton_class.remove_method(:push_bulk_new)
+    end
+
+    it "leaves a slice with an argument it does not write to the Ruby client" do
+      expect(bulk(plain, [[1], [1.5]])).to be_nil
+      expect(bulk(plain, [[1], "not args"])).to be_nil
+      expect(redis.llen("queue:default")).to eq(0)
+
+      jids = plain.perform_bulk([[1], [1.5], ["tab\there"]])
+      expect(raw_jobs.map { |raw| JSON.parse(raw).values_at("jid", "args") }).to eq(jids.zip([[1], [1.5], ["tab\there"]]))
+      expect { plain.perform_bulk([[1], :sym]) }.to raise_error(ArgumentError, /Array of Arrays/)
+      expect { plain.perform_bulk([[1], [:sym]]) }.to raise_error(ArgumentError, /args\[0\] is a Symbol/)
+      expect(redis.llen("queue:default")).to eq(3)
+    end
+
+    it "deduplicates in the same call, returning the jids of the jobs queued" do
+      held = idempotent.perform_async(2)
+      jids = idempotent.perform_bulk([[1], [2], [3], [1]])
+      expect(jids.size).to eq(2)
+      jobs = raw_jobs.map { |raw| JSON.parse(raw) }
+      expect(jobs.map { |j| [j["jid"], j["args"]] }).to eq([[held, [2]], [jids[0], [1]], [jids[1], [3]]])
+      key = "duplicate:default:#{Digest::SHA256.hexdigest("DirectIdempotentWorker:#{JSON.generate([3])}")}"
+      expect(redis.get(key)).to eq(jids[1])
+    end
+  end
+
   it "picks up changed options" do
     plain.perform_async(1)
     plain.sidekiq_options queue: "other"

@@ -119,6 +119,48 @@ pub fn new_job(prefix: &[u8], args_json: &[u8], now: f64) -> Result<(String, Vec
     Ok((jid, json))
 }
 
+/// `perform_bulk` in one call: each job built from the worker's template ([`new_job`], one time for
+/// all, as Sidekiq stamps a bulk push) and its arguments, all queued in one round trip (through the
+/// deduplicating script when the worker has deduplication). Returns the jids of the jobs queued, in
+/// order; duplicates dropped are left out.
+pub fn push_bulk_new_sync(
+    conn: &mut SyncConn,
+    queue: &str,
+    prefix: &[u8],
+    args_jsons: &[Vec<u8>],
+    dedup: Option<&crate::dedup::PushOptions>,
+) -> Result<Vec<String>> {
+    let now = crate::clock::now_f64();
+    let (jids, jsons): (Vec<String>, Vec<Vec<u8>>) = args_jsons
+        .iter()
+        .map(|args| new_job(prefix, args, now))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
+    let Some(opts) = dedup else {
+        push_sync(conn, queue, &jsons)?;
+        return Ok(jids);
+    };
+    let jobs: Vec<crate::dedup::DedupJob> = jids
+        .into_iter()
+        .zip(jsons)
+        .zip(args_jsons)
+        .map(|((jid, json), args)| crate::dedup::DedupJob {
+            jid,
+            json,
+            args: args.clone(),
+            at: None,
+        })
+        .collect();
+    let outcomes = crate::dedup::push_sync(conn, queue, opts, &jobs)?;
+    Ok(jobs
+        .into_iter()
+        .zip(outcomes)
+        .filter(|(_, outcome)| !matches!(outcome, crate::dedup::Outcome::Dropped(_)))
+        .map(|(job, _)| job.jid)
+        .collect())
+}
+
 /// What became of a job pushed by [`push_new_sync`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pushed {

@@ -144,3 +144,74 @@ fn push_new_sync_deduplicates_when_the_worker_does() {
     };
     assert_eq!(holder, Some(jid));
 }
+
+#[test]
+fn push_bulk_new_sync_queues_a_batch_in_order_and_leaves_out_dropped_duplicates() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let mut conn = SyncConn::new(&t.redis());
+    let prefix = br#"{"queue":"default","class":"HardWorker""#;
+    let args: Vec<Vec<u8>> = [&b"[1]"[..], b"[2]", b"[1]"]
+        .iter()
+        .map(|a| a.to_vec())
+        .collect();
+
+    let jids = client::push_bulk_new_sync(&mut conn, "default", prefix, &args, None).expect("push");
+    let jobs: Vec<serde_json::Value> = queue_in_run_order(&mut c, "queue:default")
+        .iter()
+        .map(|raw| serde_json::from_slice(raw).expect("json"))
+        .collect();
+    assert_eq!(jobs.len(), 3);
+    let run_jids: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["jid"].as_str().expect("jid"))
+        .collect();
+    assert_eq!(
+        run_jids,
+        jids.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    let run_args: Vec<&serde_json::Value> = jobs.iter().map(|j| &j["args"]).collect();
+    assert_eq!(
+        run_args,
+        [
+            &serde_json::json!([1]),
+            &serde_json::json!([2]),
+            &serde_json::json!([1])
+        ]
+    );
+    assert!(jobs
+        .iter()
+        .all(|j| j["created_at"] == jobs[0]["enqueued_at"]));
+    assert_eq!(smembers(&mut c, "queues"), vec!["default"]);
+
+    let _: () = redis::cmd("DEL")
+        .arg("queue:default")
+        .query(&mut c)
+        .expect("DEL");
+    let opts = queue_core::dedup::PushOptions {
+        class: "HardWorker".to_owned(),
+        ttl: 60,
+        idempotent: true,
+        reschedule: false,
+        flag: queue_core::dedup::FlagCheck::Redis,
+    };
+    let jids = client::push_bulk_new_sync(&mut conn, "default", prefix, &args, Some(&opts))
+        .expect("dedup push");
+    let queued: Vec<serde_json::Value> = queue_in_run_order(&mut c, "queue:default")
+        .iter()
+        .map(|raw| serde_json::from_slice(raw).expect("json"))
+        .collect();
+    assert_eq!(jids.len(), 2, "the second [1] is dropped");
+    assert_eq!(
+        queued
+            .iter()
+            .map(|j| j["jid"].as_str().expect("jid"))
+            .collect::<Vec<_>>(),
+        jids.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    assert_eq!(queued[1]["args"], serde_json::json!([2]));
+
+    let e = client::push_bulk_new_sync(&mut conn, "default", b"{\"a\":1}", &args, None)
+        .expect_err("a closed template");
+    assert!(matches!(e, Error::InvalidJob(_)), "{e}");
+}

@@ -157,6 +157,44 @@ impl Engine {
         })
     }
 
+    /// `push_bulk_new(template, args_list, flag)`: `perform_bulk`'s common case — every job built
+    /// here from the worker's template and its arguments, all queued in one round trip
+    /// (deduplicated when the template says so; `flag` as for `push_dedup`). Returns the jids of the
+    /// jobs queued (dropped duplicates left out), or nil, before anything is written, when an entry
+    /// is not an Array or holds an argument the engine does not write itself.
+    fn push_bulk_new(
+        ruby: &Ruby,
+        rb_self: &Self,
+        template: &PushTemplate,
+        args_list: RArray,
+        flag: Option<bool>,
+    ) -> Result<magnus::Value, Error> {
+        let mut args_jsons = Vec::with_capacity(args_list.len());
+        for args in args_list.into_iter() {
+            let Some(json) = RArray::from_value(args).and_then(|a| args_json::write(ruby, a))
+            else {
+                return Ok(ruby.qnil().as_value());
+            };
+            args_jsons.push(json);
+        }
+        let dedup = template.dedup.clone().map(|mut opts| {
+            opts.flag = flag.map_or(dedup::FlagCheck::Redis, dedup::FlagCheck::Given);
+            opts
+        });
+        let (queue, prefix) = (template.queue.as_str(), template.prefix.as_slice());
+        let (redis, id) = (&rb_self.redis, rb_self.id);
+        let jids = blocking(move || {
+            with_sync(redis, id, |c| {
+                client::push_bulk_new_sync(c, queue, prefix, &args_jsons, dedup.as_ref())
+            })
+        })?;
+        let out = ruby.ary_new_capa(jids.len());
+        for jid in jids {
+            out.push(ruby.str_new(&jid))?;
+        }
+        Ok(out.as_value())
+    }
+
     /// `schedule([[at, json], ...])`: ZADD to `schedule`.
     fn schedule(&self, entries: RArray) -> Result<(), Error> {
         let mut jobs = Vec::with_capacity(entries.len());
@@ -326,6 +364,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("namespace", magnus::method!(Engine::namespace, 0))?;
     class.define_method("push", magnus::method!(Engine::push, 2))?;
     class.define_method("push_new", magnus::method!(Engine::push_new, 3))?;
+    class.define_method("push_bulk_new", magnus::method!(Engine::push_bulk_new, 3))?;
     class.define_method("schedule", magnus::method!(Engine::schedule, 1))?;
     class.define_method("push_dedup", magnus::method!(Engine::push_dedup, 4))?;
     class.define_method("set_feature", magnus::method!(Engine::set_feature, 2))?;
