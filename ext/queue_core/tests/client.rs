@@ -114,18 +114,23 @@ fn push_new_sync_builds_the_job_from_its_template_in_sidekiq_field_order() {
     assert!(matches!(e, Error::InvalidJob(_)), "{e}");
 }
 
-#[test]
-fn push_new_sync_deduplicates_when_the_worker_does() {
-    let t = TestRedis::start();
-    let mut c = t.conn();
-    let mut conn = SyncConn::new(&t.redis());
-    let opts = queue_core::dedup::PushOptions {
+/// `HardWorker` with `idempotent!`: keys held 60 s, the queue's flag read in Redis.
+fn idempotent_hard_worker() -> queue_core::dedup::PushOptions {
+    queue_core::dedup::PushOptions {
         class: "HardWorker".to_owned(),
         ttl: 60,
         idempotent: true,
         reschedule: false,
         flag: queue_core::dedup::FlagCheck::Redis,
-    };
+    }
+}
+
+#[test]
+fn push_new_sync_deduplicates_when_the_worker_does() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let mut conn = SyncConn::new(&t.redis());
+    let opts = idempotent_hard_worker();
     let prefix = br#"{"queue":"default","class":"HardWorker""#;
     let first =
         client::push_new_sync(&mut conn, "default", prefix, b"[7]", Some(&opts)).expect("first");
@@ -188,13 +193,7 @@ fn push_bulk_new_sync_queues_a_batch_in_order_and_leaves_out_dropped_duplicates(
         .arg("queue:default")
         .query(&mut c)
         .expect("DEL");
-    let opts = queue_core::dedup::PushOptions {
-        class: "HardWorker".to_owned(),
-        ttl: 60,
-        idempotent: true,
-        reschedule: false,
-        flag: queue_core::dedup::FlagCheck::Redis,
-    };
+    let opts = idempotent_hard_worker();
     let jids = client::push_bulk_new_sync(&mut conn, "default", prefix, &args, Some(&opts))
         .expect("dedup push");
     let queued: Vec<serde_json::Value> = queue_in_run_order(&mut c, "queue:default")

@@ -140,10 +140,7 @@ impl Engine {
         let Some(args_json) = args_json::write(ruby, args) else {
             return Ok(ruby.qnil().as_value());
         };
-        let dedup = template.dedup.clone().map(|mut opts| {
-            opts.flag = flag.map_or(dedup::FlagCheck::Redis, dedup::FlagCheck::Given);
-            opts
-        });
+        let dedup = template.dedup_with(flag);
         let (queue, prefix) = (template.queue.as_str(), template.prefix.as_slice());
         let (redis, id) = (&rb_self.redis, rb_self.id);
         let pushed = blocking(move || {
@@ -177,10 +174,7 @@ impl Engine {
             };
             args_jsons.push(json);
         }
-        let dedup = template.dedup.clone().map(|mut opts| {
-            opts.flag = flag.map_or(dedup::FlagCheck::Redis, dedup::FlagCheck::Given);
-            opts
-        });
+        let dedup = template.dedup_with(flag);
         let (queue, prefix) = (template.queue.as_str(), template.prefix.as_slice());
         let (redis, id) = (&rb_self.redis, rb_self.id);
         let jids = blocking(move || {

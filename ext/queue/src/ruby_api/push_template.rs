@@ -46,6 +46,17 @@ impl PushTemplate {
     }
 }
 
+impl PushTemplate {
+    /// The worker's deduplication for one push, with the queue's flag as the caller read it (`None`:
+    /// the script reads it in Redis); `None` for a worker without deduplication.
+    pub fn dedup_with(&self, flag: Option<bool>) -> Option<PushOptions> {
+        self.dedup.clone().map(|opts| PushOptions {
+            flag: flag.map_or(FlagCheck::Redis, FlagCheck::Given),
+            ..opts
+        })
+    }
+}
+
 pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     let class = native.define_class("PushTemplate", ruby.class_object())?;
     class.define_singleton_method("new", magnus::function!(PushTemplate::new, 3))?;
