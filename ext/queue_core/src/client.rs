@@ -123,17 +123,17 @@ pub fn new_job(prefix: &[u8], args_json: &[u8], now: f64) -> Result<(String, Vec
 /// all, as Sidekiq stamps a bulk push) and its arguments, all queued in one round trip (through the
 /// deduplicating script when the worker has deduplication). Returns the jids of the jobs queued, in
 /// order; duplicates dropped are left out.
-pub fn push_bulk_new_sync(
+pub fn push_bulk_new_sync<A: AsRef<[u8]>>(
     conn: &mut SyncConn,
     queue: &str,
     prefix: &[u8],
-    args_jsons: &[Vec<u8>],
+    args_jsons: &[A],
     dedup: Option<&crate::dedup::PushOptions>,
 ) -> Result<Vec<String>> {
     let now = crate::clock::now_f64();
     let (jids, jsons): (Vec<String>, Vec<Vec<u8>>) = args_jsons
         .iter()
-        .map(|args| new_job(prefix, args, now))
+        .map(|args| new_job(prefix, args.as_ref(), now))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .unzip();
@@ -148,7 +148,7 @@ pub fn push_bulk_new_sync(
         .map(|((jid, json), args)| crate::dedup::DedupJob {
             jid,
             json,
-            args: args.clone(),
+            args: args.as_ref().to_vec(),
             at: None,
         })
         .collect();
@@ -171,9 +171,9 @@ pub enum Pushed {
     Dropped,
 }
 
-/// `perform_async` in one call: builds the job from the worker's template ([`new_job`]) and queues
-/// it, through the deduplicating script when the worker has deduplication (`args_json` is then also
-/// what its idempotency key hashes, as Ruby's `JSON.generate(args)` would write it).
+/// `perform_async` in one call: [`push_bulk_new_sync`] with one job, built from the worker's template
+/// and queued through the deduplicating script when the worker has deduplication (`args_json` is
+/// then also what its idempotency key hashes, as Ruby's `JSON.generate(args)` would write it).
 pub fn push_new_sync(
     conn: &mut SyncConn,
     queue: &str,
@@ -181,20 +181,6 @@ pub fn push_new_sync(
     args_json: &[u8],
     dedup: Option<&crate::dedup::PushOptions>,
 ) -> Result<Pushed> {
-    let (jid, json) = new_job(prefix, args_json, crate::clock::now_f64())?;
-    let Some(opts) = dedup else {
-        push_sync(conn, queue, std::slice::from_ref(&json))?;
-        return Ok(Pushed::Queued(jid));
-    };
-    let job = crate::dedup::DedupJob {
-        jid: jid.clone(),
-        json,
-        args: args_json.to_vec(),
-        at: None,
-    };
-    let outcome = crate::dedup::push_sync(conn, queue, opts, std::slice::from_ref(&job))?;
-    Ok(match outcome.first() {
-        Some(crate::dedup::Outcome::Dropped(_)) => Pushed::Dropped,
-        _ => Pushed::Queued(jid),
-    })
+    let mut jids = push_bulk_new_sync(conn, queue, prefix, &[args_json], dedup)?;
+    Ok(jids.pop().map_or(Pushed::Dropped, Pushed::Queued))
 }
