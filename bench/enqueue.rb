@@ -14,7 +14,10 @@
 #
 # Between the two clients, each round also times M bare `PING`s through queue's engine: no push can
 # take less than that round trip, so Sidekiq's time per push over it is the highest one-by-one ratio
-# any client could reach against Sidekiq on this machine at that moment (the "ceiling").
+# any client could reach against Sidekiq on this machine at that moment (the "ceiling"). It also
+# prints the CPU of a push, the client's and Redis's added up, against Sidekiq's: the part a client
+# controls. The round trip's wake-ups count in neither process's CPU, which is why the jobs/s ratio
+# stays below it (bench/README.md).
 require_relative "lib/clients"
 require_relative "lib/redis_server"
 require_relative "lib/report"
@@ -72,7 +75,7 @@ module Bench
     end
 
     # {"one_by_one" => {"sidekiq" => medians, "queue" => medians, "round_trip" => medians,
-    #  "ratios" => {...}, "ceiling" => x}, "bulk" => ...}
+    #  "ratios" => {...}, "ceiling" => x, "cpu_per_push_ratio" => y}, "bulk" => ...}
     def summarize(rounds)
       MODES.to_h do |mode|
         kinds = mode == :one_by_one ? KINDS + [:round_trip] : KINDS
@@ -82,7 +85,10 @@ module Bench
         end
         q, s = per_kind.fetch("queue"), per_kind.fetch("sidekiq")
         summary = per_kind.merge("ratios" => FIELDS.first(3).to_h { |f| [f, Report.ratio(q[f], s[f])] })
-        summary["ceiling"] = Report.median(round_ratios(rounds, mode, "round_trip")) if mode == :one_by_one
+        if mode == :one_by_one
+          summary["ceiling"] = Report.median(round_ratios(rounds, mode, "round_trip"))
+          summary["cpu_per_push_ratio"] = Report.median(cpu_ratios(rounds))
+        end
         [mode.to_s, summary]
       end
     end
@@ -99,7 +105,10 @@ module Bench
         puts "\n#{MODE_LABELS.fetch(mode)}"
         puts Report.table(header, rows)
         puts "queue / Sidekiq jobs/s in each round: #{round_ratios(rounds, mode).map { |x| Report.times(x) }.join(", ")}"
-        print_ceiling(rounds, s) if s.key?("ceiling")
+        next unless s.key?("ceiling")
+
+        print_ceiling(rounds, s)
+        print_cpu(rounds, s)
       end
       puts "(ratios of CPU per job: lower is better for queue)"
       puts "\nEach round:"
@@ -107,9 +116,9 @@ module Bench
       puts Report.table(header, rows)
       speedup = summary.dig("one_by_one", "ratios", "jobs_per_s")
       puts "\nTarget (reported, not asserted):"
-      ceiling = summary.dig("one_by_one", "ceiling")
+      one = summary.fetch("one_by_one")
       puts "  #{speedup >= TARGET_SPEEDUP ? "met   " : "MISSED"}  one-by-one enqueue ≥ #{TARGET_SPEEDUP}× Sidekiq: #{Report.times(speedup)} " \
-        "(ceiling #{Report.times(ceiling)})"
+        "(ceiling #{Report.times(one["ceiling"])}; Sidekiq's CPU per push over queue's #{Report.times(one["cpu_per_push_ratio"])})"
     end
 
     # How close to a bare round trip each push is: the ceiling is the round trip's rate over
@@ -120,6 +129,25 @@ module Bench
       puts "ceiling (bare round trip / Sidekiq) in each round: #{ceilings.map { |x| Report.times(x) }.join(", ")}; " \
         "median #{Report.times(summary["ceiling"])}"
       puts "a queue push runs at #{format("%.0f%%", share * 100)} of the bare round trip's rate (medians)"
+    end
+
+    # The CPU a push costs, the client's and Redis's together, Sidekiq's over queue's: what the push
+    # path controls.
+    def print_cpu(rounds, summary)
+      q, s = %w[queue sidekiq].map { |k| push_cpu(summary.fetch(k)) }
+      puts "CPU per push, client and Redis together: queue #{Report.num(q, 1)} µs, Sidekiq #{Report.num(s, 1)} µs (medians); " \
+        "Sidekiq's over queue's in each round: #{cpu_ratios(rounds).map { |x| Report.times(x) }.join(", ")}"
+    end
+
+    def cpu_ratios(rounds)
+      rounds.map do |rd|
+        find = ->(k) { rd.find { |r| r["client"] == k && r["mode"] == "one_by_one" } }
+        Report.ratio(push_cpu(find.("sidekiq")), push_cpu(find.("queue")))
+      end
+    end
+
+    def push_cpu(result)
+      result["client_cpu_us_per_job"] + result["redis_cpu_us_per_job"]
     end
 
     # `kind`'s rate (queue's unless given) over Sidekiq's within each round (they ran seconds apart).
