@@ -78,7 +78,6 @@ module JobQueue
 
       private
 
-
       def wait_for_socket
         deadline = ::Process.clock_gettime(::Process::CLOCK_MONOTONIC) + 10
         until pong?

@@ -140,13 +140,8 @@ impl Engine {
         let Some(args_json) = args_json::write(ruby, args) else {
             return Ok(ruby.qnil().as_value());
         };
-        let dedup = template.dedup_with(flag);
-        let (queue, prefix) = (template.queue.as_str(), template.prefix.as_slice());
-        let (redis, id) = (&rb_self.redis, rb_self.id);
-        let pushed = blocking(move || {
-            with_sync(redis, id, |c| {
-                client::push_new_sync(c, queue, prefix, &args_json, dedup.as_ref())
-            })
+        let pushed = rb_self.push_from_template(template, flag, |c, queue, prefix, dedup| {
+            client::push_new_sync(c, queue, prefix, &args_json, dedup)
         })?;
         Ok(match pushed {
             client::Pushed::Queued(jid) => ruby.str_new(&jid).as_value(),
@@ -174,19 +169,30 @@ impl Engine {
             };
             args_jsons.push(json);
         }
-        let dedup = template.dedup_with(flag);
-        let (queue, prefix) = (template.queue.as_str(), template.prefix.as_slice());
-        let (redis, id) = (&rb_self.redis, rb_self.id);
-        let jids = blocking(move || {
-            with_sync(redis, id, |c| {
-                client::push_bulk_new_sync(c, queue, prefix, &args_jsons, dedup.as_ref())
-            })
+        let jids = rb_self.push_from_template(template, flag, |c, queue, prefix, dedup| {
+            client::push_bulk_new_sync(c, queue, prefix, &args_jsons, dedup)
         })?;
         let out = ruby.ary_new_capa(jids.len());
         for jid in jids {
             out.push(ruby.str_new(&jid))?;
         }
         Ok(out.as_value())
+    }
+
+    /// Runs an engine-built push (`push_new`, `push_bulk_new`) on this thread's connection with the
+    /// GVL released, handing it the template's queue and prefix and its deduplication for this push
+    /// (`flag` as for `push_dedup`).
+    fn push_from_template<T: Send>(
+        &self,
+        template: &PushTemplate,
+        flag: Option<bool>,
+        push: impl FnOnce(&mut SyncConn, &str, &[u8], Option<&dedup::PushOptions>) -> queue_core::Result<T>
+            + Send,
+    ) -> Result<T, Error> {
+        let dedup = template.dedup_with(flag);
+        let (queue, prefix) = (template.queue.as_str(), template.prefix.as_slice());
+        let (redis, id) = (&self.redis, self.id);
+        blocking(move || with_sync(redis, id, |c| push(c, queue, prefix, dedup.as_ref())))
     }
 
     /// `schedule([[at, json], ...])`: ZADD to `schedule`.
