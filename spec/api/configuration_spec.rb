@@ -166,6 +166,17 @@ RSpec.describe JobQueue::Configuration do
       expect(config.max_batch).to eq(1000)
     end
 
+    it "takes busy_poll_us from 0 to 1000 microseconds, 100 unless set, and refuses anything else" do
+      expect(config.busy_poll_us).to eq(100)
+      config.busy_poll_us = 0
+      config.busy_poll_us = 1000
+      expect(config.busy_poll_us).to eq(1000)
+      [-1, 1001, 2.5, "50", nil].each do |bad|
+        expect { config.busy_poll_us = bad }.to raise_error(ArgumentError, /busy_poll_us must be an Integer in 0\.\.1000, got #{Regexp.escape(bad.inspect)}/)
+      end
+      expect(config.busy_poll_us).to eq(1000)
+    end
+
     it "parses queues with optional weights, as strings or pairs" do
       config.queues = ["critical,3", "default", " low , 2 ", ["bulk", 4], ["tiny", "0"], [:sym]]
       expect(config.queues).to eq([["critical", 3], ["default", 1], ["low", 2], ["bulk", 4], ["tiny", 1], ["sym", 1]])
@@ -208,6 +219,43 @@ RSpec.describe JobQueue::Configuration do
         expect { config.queues = ["ok,2", bad] }.to raise_error(ArgumentError, /weight must be a whole number from 0 to 1000000, got .* \(in #{Regexp.escape(bad.inspect)}\)/)
       end
       expect([config.queues, config.strict_order?]).to eq([[["default", 1]], true])
+    end
+  end
+
+  describe "busy_poll_us, against Redis over TCP" do
+    # Each push is one write; the thread's connection polls once for its reply, or (backing off after
+    # a reply that took longer than the limit) sleeps at once: one of the three counts per push.
+    def push_and_count(pushes)
+      before = redis.llen("queue:default")
+      pushes.times { |i| ApiSpec::ConfigWorker.perform_async(i) }
+      expect(redis.llen("queue:default")).to eq(before + pushes)
+      JobQueue.engine.poll_counts
+    end
+
+    it "makes each push poll its socket for the reply, and a new limit takes a new engine" do
+      JobQueue.configure { |c| c.redis = {url: TestRedis.tcp_url} }
+      counts = push_and_count(20)
+      expect(counts.values.sum).to eq(20)
+      # A local Redis answers within the default 100 µs unless the machine is very busy.
+      expect(counts["hits"]).to be >= 1
+
+      JobQueue.configure { |c| c.busy_poll_us = 1000 }
+      counts = push_and_count(30)
+      expect(counts.values.sum).to eq(30)
+      expect(counts["hits"]).to be >= 1
+    end
+
+    it "never polls when set to 0, nor over a unix socket" do
+      JobQueue.configure do |c|
+        c.redis = {url: TestRedis.tcp_url}
+        c.busy_poll_us = 0
+      end
+      expect(push_and_count(5)).to be_nil
+      JobQueue.configure do |c|
+        c.redis = {url: TestRedis.url}
+        c.busy_poll_us = 100
+      end
+      expect(push_and_count(10)).to be_nil
     end
   end
 

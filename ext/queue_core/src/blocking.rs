@@ -3,18 +3,20 @@
 //!
 //! [`SyncConn`] is a plain synchronous connection: a write and a read per call, nothing else (about
 //! 7 µs of CPU a call here, against ~20 µs through a runtime and a multiplexed connection). The Ruby
-//! client pushes on one per thread, and each fetcher runs on one, where it also writes commands whose
-//! replies are switched off (acknowledgements) without waiting; over TCP those wait in the kernel for
-//! the connection's next round trip (`tcp_hold`). [`BlockingConn`] drives any async
-//! engine operation on a current-thread runtime, for the rest (reads such as `stats`).
+//! client pushes on one per thread, polling its socket for each reply for a moment before it sleeps
+//! (`busy_poll`); each fetcher runs on one, where it also writes commands whose replies are switched
+//! off (acknowledgements) without waiting; over TCP those wait in the kernel for the connection's
+//! next round trip (`tcp_socket`). [`BlockingConn`] drives any async engine operation on a
+//! current-thread runtime, for the rest (reads such as `stats`).
 
 use redis::{ConnectionLike, FromRedisValue};
 
+use crate::busy_poll::{BusyPoll, PollCounts};
 use crate::connection::{Conn, Redis};
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::reply_mode::{self, Replies, SwitchOn};
-use crate::tcp_hold::TcpHold;
+use crate::tcp_socket::TcpSocket;
 
 /// A synchronous connection that redials after it breaks. One per thread.
 ///
@@ -24,10 +26,14 @@ pub struct SyncConn {
     redis: Redis,
     conn: Option<redis::Connection>,
     /// Whether this connection's unreplied writes may wait in the kernel for its next round trip
-    /// (a fetcher's acks): then each dial looks for `hold`.
+    /// (a fetcher's acks): then each dial looks for `socket`.
     holds: bool,
-    /// The socket of `conn` when they can (TCP); set with `conn`, cleared with it.
-    hold: Option<TcpHold>,
+    /// How this connection polls for its replies, if it does (a client's): then each dial looks for
+    /// `socket` too.
+    poll: Option<BusyPoll>,
+    /// The socket of `conn` when one of the two needs it and it can be found (plain TCP); set with
+    /// `conn`, cleared with it.
+    socket: Option<TcpSocket>,
     /// The mode of `conn`; a new connection answers.
     replies: Replies,
     pid: u32,
@@ -39,20 +45,36 @@ impl SyncConn {
             redis: redis.clone(),
             conn: None,
             holds: false,
-            hold: None,
+            poll: None,
+            socket: None,
             replies: Replies::On,
             pid: std::process::id(),
         }
     }
 
     /// A connection whose unreplied writes due with the next call wait in the kernel for it, over
-    /// TCP ([`Due::WithNextCall`], `tcp_hold`): a fetcher's. Finding the socket costs each dial a
+    /// TCP ([`Due::WithNextCall`], `tcp_socket`): a fetcher's. Finding the socket costs each dial a
     /// `CLIENT INFO` and a look through the process's descriptors, which other callers do not need.
     pub fn holding(redis: &Redis) -> SyncConn {
         SyncConn {
             holds: true,
             ..SyncConn::new(redis)
         }
+    }
+
+    /// A client's connection: it polls for each reply for up to the server's `busy_poll` before it
+    /// sleeps (`busy_poll`), over plain TCP when its socket is found.
+    pub fn polling(redis: &Redis) -> SyncConn {
+        SyncConn {
+            poll: BusyPoll::new(redis.busy_poll()),
+            ..SyncConn::new(redis)
+        }
+    }
+
+    /// What this connection's polling has done, if it polls and has found its socket.
+    pub fn poll_counts(&self) -> Option<PollCounts> {
+        self.socket.as_ref()?;
+        self.poll.as_ref().map(BusyPoll::counts)
     }
 
     /// The process that made this connection; a forked child must make its own.
@@ -73,8 +95,9 @@ impl SyncConn {
         if !self.is_open() {
             self.drop_conn();
             let mut conn = self.redis.dial_sync()?;
-            self.hold = if self.holds && self.redis.is_plain_tcp() {
-                TcpHold::find(&mut conn)
+            let wanted = self.holds || self.poll.is_some();
+            self.socket = if wanted && self.redis.is_plain_tcp() {
+                TcpSocket::find(&mut conn)
             } else {
                 None
             };
@@ -94,7 +117,7 @@ impl SyncConn {
     }
 
     fn drop_conn(&mut self) {
-        self.hold = None;
+        self.socket = None;
         self.conn = None;
     }
 
@@ -110,6 +133,16 @@ impl SyncConn {
             .ok_or_else(|| Error::connection("not connected"))?;
         // Read after `open`: a connection it dialled answers.
         let mut switching = SwitchOn::new(conn, self.replies);
+        let mut polling = self.poll.as_mut().zip(self.socket.as_ref());
+        let polls = polling.is_some();
+        let mut wait = || {
+            if let Some((poll, socket)) = polling.as_mut() {
+                poll.wait(socket);
+            }
+        };
+        if polls {
+            switching = switching.before_reading(&mut wait);
+        }
         let result = op(&mut switching);
         self.replies = switching.mode();
         result.map_err(|e| self.failed(e))
@@ -154,9 +187,10 @@ impl SyncConn {
         let Some(conn) = self.conn.as_mut() else {
             return Err(Error::connection("not connected"));
         };
-        let sent = match (&self.hold, when) {
-            (Some(hold), Due::WithNextCall) => {
-                hold.send_held(&bytes).map_err(redis::RedisError::from)
+        let held = self.socket.as_ref().filter(|_| self.holds);
+        let sent = match (held, when) {
+            (Some(socket), Due::WithNextCall) => {
+                socket.send_held(&bytes).map_err(redis::RedisError::from)
             }
             // Sent now, with whatever the kernel holds before it.
             _ => conn.send_packed_command(&bytes),
@@ -179,7 +213,7 @@ impl SyncConn {
 /// When an unreplied write must reach Redis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Due {
-    /// With the connection's next call: over TCP the kernel holds it until then (`tcp_hold`), or
+    /// With the connection's next call: over TCP the kernel holds it until then (`tcp_socket`), or
     /// ~200 ms at most. For what only this process reads back (a finished job's ack).
     WithNextCall,
     /// Now: someone else acts on it (a released deduplication key admits the next push).

@@ -27,6 +27,10 @@ use crate::keys::Keys;
 /// the server: a reply that is merely slow must not be mistaken for a failure.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a client's call polls for its reply unless configured (`busy_poll`): long enough for a
+/// push to Redis on the same host, short enough that a miss costs little.
+pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(100);
+
 /// Server settings shared by every connection of one engine.
 #[derive(Debug, Clone)]
 pub struct RedisConfig {
@@ -38,6 +42,8 @@ pub struct RedisConfig {
     /// A PEM file of the CA certificates to trust for `rediss://` instead of the system's
     /// (`ssl_params ca_file`); `None` for the system's (or the file `SSL_CERT_FILE` names).
     pub ca_file: Option<PathBuf>,
+    /// How long a client's call polls for its reply before it sleeps (`busy_poll`); zero: never.
+    pub busy_poll: Duration,
 }
 
 impl RedisConfig {
@@ -47,7 +53,14 @@ impl RedisConfig {
             namespace: namespace.to_owned(),
             connect_timeout: Duration::from_secs(2),
             ca_file: None,
+            busy_poll: DEFAULT_BUSY_POLL,
         }
+    }
+
+    /// Polls for a client call's reply for up to `limit` before sleeping; zero never polls.
+    pub fn with_busy_poll(mut self, limit: Duration) -> Self {
+        self.busy_poll = limit;
+        self
     }
 
     /// Trusts the CA certificates in `path` (PEM) for `rediss://`, instead of the system's.
@@ -146,6 +159,11 @@ impl Redis {
             blocking: true,
             client_id: None,
         }
+    }
+
+    /// How long a client's call polls for its reply (`RedisConfig::busy_poll`).
+    pub fn busy_poll(&self) -> Duration {
+        self.inner.config.busy_poll
     }
 
     /// Whether connections are plain TCP (not TLS, not a unix socket).

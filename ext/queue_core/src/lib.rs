@@ -15,6 +15,7 @@
 
 pub mod api;
 pub mod blocking;
+pub mod busy_poll;
 pub mod client;
 pub mod clock;
 pub mod connect_error;
@@ -39,7 +40,7 @@ pub mod scripts;
 pub mod server;
 pub mod settle;
 pub mod supervisor;
-mod tcp_hold;
+mod tcp_socket;
 pub mod tls_probe;
 
 pub use connect_error::{ConnectError, ConnectErrorKind};

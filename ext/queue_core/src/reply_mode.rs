@@ -37,15 +37,28 @@ pub fn unreplied(mode: Replies, packed: &[u8]) -> Cow<'_, [u8]> {
 }
 
 /// A connection for one round trip, whose replies may be off: its first request switches them on
-/// in the same write and drops the `+OK` before reading its own reply.
+/// in the same write and drops the `+OK` before reading its own reply. It may also be given
+/// something to do between each write and its first read (`busy_poll`'s wait for the reply).
 pub struct SwitchOn<'a> {
     conn: &'a mut redis::Connection,
     mode: Replies,
+    before_read: Option<&'a mut dyn FnMut()>,
 }
 
 impl<'a> SwitchOn<'a> {
     pub fn new(conn: &'a mut redis::Connection, mode: Replies) -> SwitchOn<'a> {
-        SwitchOn { conn, mode }
+        SwitchOn {
+            conn,
+            mode,
+            before_read: None,
+        }
+    }
+
+    /// Calls `wait` after each write, before reading its replies (once per write: replies that
+    /// came together are read without it).
+    pub fn before_reading(mut self, wait: &'a mut dyn FnMut()) -> SwitchOn<'a> {
+        self.before_read = Some(wait);
+        self
     }
 
     /// The mode after the requests made through it.
@@ -58,8 +71,7 @@ impl<'a> SwitchOn<'a> {
         if self.mode == Replies::On {
             return Ok(false);
         }
-        self.conn
-            .send_packed_command(&[REPLY_ON, packed].concat())?;
+        self.send(&[REPLY_ON, packed].concat())?;
         // Sent: whatever happens next, Redis answers this connection again (or it is dropped).
         self.mode = Replies::On;
         match self.conn.recv_response()? {
@@ -70,6 +82,15 @@ impl<'a> SwitchOn<'a> {
                 format!("{other:?}"),
             ))),
         }
+    }
+
+    /// Writes `packed` and, if given something to do before reading, does it.
+    fn send(&mut self, packed: &[u8]) -> RedisResult<()> {
+        self.conn.send_packed_command(packed)?;
+        if let Some(wait) = self.before_read.as_mut() {
+            wait();
+        }
+        Ok(())
     }
 
     fn recv_reply(&mut self) -> RedisResult<Value> {
@@ -87,7 +108,11 @@ impl ConnectionLike for SwitchOn<'_> {
         if self.switch_on_with(cmd)? {
             return self.recv_reply();
         }
-        self.conn.req_packed_command(cmd)
+        if self.before_read.is_none() {
+            return self.conn.req_packed_command(cmd);
+        }
+        self.send(cmd)?;
+        self.recv_reply()
     }
 
     fn req_packed_commands(
@@ -98,7 +123,24 @@ impl ConnectionLike for SwitchOn<'_> {
     ) -> RedisResult<Vec<Value>> {
         // Rare on these connections: switch on in a write of its own, then the pipeline as usual.
         self.switch_on_with(&[])?;
-        self.conn.req_packed_commands(cmd, offset, count)
+        // A transaction's replies (offset > 0) are the crate's to sort out.
+        if self.before_read.is_none() || offset > 0 {
+            return self.conn.req_packed_commands(cmd, offset, count);
+        }
+        // As the crate reads a plain pipeline's: every reply, a server error among them as a value,
+        // and on a failed read still the rest, so that the connection stays in step.
+        self.send(cmd)?;
+        let mut first_err = None;
+        let mut values = Vec::with_capacity(count);
+        for _ in 0..count {
+            match self.recv_reply() {
+                Ok(value) => values.push(value),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(values), Err)
     }
 
     fn get_db(&self) -> i64 {

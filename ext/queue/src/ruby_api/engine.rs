@@ -93,14 +93,21 @@ pub(super) fn with_sync<T>(
     id: u64,
     op: impl FnOnce(&mut SyncConn) -> queue_core::Result<T>,
 ) -> queue_core::Result<T> {
-    on_thread(&SYNC_CONNS, id, || Ok(SyncConn::new(redis)), op)
+    on_thread(&SYNC_CONNS, id, || Ok(SyncConn::polling(redis)), op)
 }
 
 impl Engine {
-    /// `Engine.new(url, namespace, ca_file)`: `ca_file` (a PEM path or nil) is the CA to trust for
-    /// `rediss://` instead of the system's.
-    fn new(url: String, namespace: String, ca_file: Option<String>) -> Result<Engine, Error> {
-        let mut config = RedisConfig::new(&url, &namespace);
+    /// `Engine.new(url, namespace, ca_file, busy_poll_us)`: `ca_file` (a PEM path or nil) is the CA
+    /// to trust for `rediss://` instead of the system's; `busy_poll_us` how long this thread's client
+    /// calls poll for their reply before sleeping (0: never).
+    fn new(
+        url: String,
+        namespace: String,
+        ca_file: Option<String>,
+        busy_poll_us: u64,
+    ) -> Result<Engine, Error> {
+        let mut config = RedisConfig::new(&url, &namespace)
+            .with_busy_poll(std::time::Duration::from_micros(busy_poll_us));
         if let Some(path) = ca_file {
             config = config.with_ca_file(path);
         }
@@ -321,6 +328,23 @@ impl Engine {
     }
 
     /// Round trip to Redis; raises `JobQueue::ConnectionError` if it cannot be reached.
+    /// `poll_counts`: what this thread's client connection's polling for replies has done so far
+    /// (`busy_poll`), `{"hits" =>, "misses" =>, "skipped" =>}`; nil when it does not poll (turned
+    /// off, not plain TCP, not dialled yet).
+    fn poll_counts(ruby: &Ruby, rb_self: &Self) -> Result<Option<RHash>, Error> {
+        let (redis, id) = (&rb_self.redis, rb_self.id);
+        let Some(counts) =
+            with_sync(redis, id, |c| Ok(c.poll_counts())).map_err(crate::errors::to_ruby)?
+        else {
+            return Ok(None);
+        };
+        let hash = ruby.hash_new();
+        hash.aset("hits", counts.hits)?;
+        hash.aset("misses", counts.misses)?;
+        hash.aset("skipped", counts.skipped)?;
+        Ok(Some(hash))
+    }
+
     fn ping(&self) -> Result<bool, Error> {
         let (redis, id) = (&self.redis, self.id);
         blocking(move || {
@@ -360,8 +384,9 @@ impl Engine {
 
 pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     let class = native.define_class("Engine", ruby.class_object())?;
-    class.define_singleton_method("new", magnus::function!(Engine::new, 3))?;
+    class.define_singleton_method("new", magnus::function!(Engine::new, 4))?;
     class.define_method("namespace", magnus::method!(Engine::namespace, 0))?;
+    class.define_method("poll_counts", magnus::method!(Engine::poll_counts, 0))?;
     class.define_method("push", magnus::method!(Engine::push, 2))?;
     class.define_method("push_new", magnus::method!(Engine::push_new, 3))?;
     class.define_method("push_bulk_new", magnus::method!(Engine::push_bulk_new, 3))?;
