@@ -41,7 +41,7 @@ module Bench
 
     def run
       redis = RedisServer.new.start
-      JobQueue.configure { |c| c.redis = {url: redis.url} }
+      Clients.configure(redis.url)
       enqueue(redis, :off, 1000)
       rounds = (1..ROUNDS).map do |i|
         order = i.odd? ? %w[off on] : %w[on off]

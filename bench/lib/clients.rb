@@ -34,11 +34,15 @@ module Bench
   module Clients
     module_function
 
-    # Points both clients at the benchmark's Redis.
+    # Points both clients at the benchmark's Redis. BUSY_POLL_US sets queue's `busy_poll_us` (0: its
+    # client sleeps for each reply, as Sidekiq's does).
     def configure(url)
       Sidekiq.configure_client { |c| c.redis = {url: url} }
       Sidekiq.logger.level = Logger::WARN
-      JobQueue.configure { |c| c.redis = {url: url} }
+      JobQueue.configure do |c|
+        c.redis = {url: url}
+        c.busy_poll_us = Integer(ENV["BUSY_POLL_US"]) if ENV["BUSY_POLL_US"]
+      end
       JobQueue.logger.level = Logger::WARN
     end
 
