@@ -20,6 +20,17 @@ fn polling_redis(r: &TestRedis, limit: Duration) -> Redis {
     Redis::new(RedisConfig::new(&r.url(), "").with_busy_poll(limit)).expect("a Redis")
 }
 
+/// A server over TCP, a connection to check it with, a list key, and a polling connection that has
+/// made its first call.
+fn polled_list() -> (TestRedis, redis::Connection, String, SyncConn) {
+    let r = TestRedis::start_tcp();
+    let check = r.conn();
+    let key = r.key("list");
+    let mut conn = SyncConn::polling(&polling_redis(&r, NEVER_MISSED));
+    ping(&mut conn);
+    (r, check, key, conn)
+}
+
 fn ping(conn: &mut SyncConn) {
     let pong: String = conn.cmd(&redis::cmd("PING")).expect("PING");
     assert_eq!(pong, "PONG");
@@ -62,11 +73,7 @@ fn a_client_connection_over_tcp_finds_each_reply_by_polling() {
 
 #[test]
 fn replies_switched_off_and_on_again_are_read_in_step() {
-    let r = TestRedis::start_tcp();
-    let mut check = r.conn();
-    let key = r.key("list");
-    let mut conn = SyncConn::polling(&polling_redis(&r, NEVER_MISSED));
-    ping(&mut conn);
+    let (_r, mut check, key, mut conn) = polled_list();
 
     let rpush = |v: &str| redis::cmd("RPUSH").arg(&key).arg(v).get_packed_command();
     conn.send_unreplied(&rpush("a"), Due::WithNextCall)
@@ -116,11 +123,7 @@ fn a_reply_slower_than_the_limit_makes_the_next_calls_sleep_at_once() {
 
 #[test]
 fn a_polling_connection_does_not_hold_its_unreplied_writes() {
-    let r = TestRedis::start_tcp();
-    let mut check = r.conn();
-    let key = r.key("list");
-    let mut conn = SyncConn::polling(&polling_redis(&r, NEVER_MISSED));
-    ping(&mut conn);
+    let (_r, mut check, key, mut conn) = polled_list();
 
     let sent = Instant::now();
     conn.send_unreplied(
