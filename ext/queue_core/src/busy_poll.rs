@@ -3,12 +3,12 @@
 //! A client call (`perform_async`) is one round trip, and most of its time is neither ours nor
 //! Redis's work: a thread that sleeps in `recv` until the reply comes leaves its CPU idle, and
 //! waking an idle CPU is slow — on a virtual machine it is a halt and an interrupt between virtual
-//! CPUs, ~20 µs each way here. Redis on the same host answers a push in ~10–30 µs, so for that long
+//! CPUs, ~20 µs each way here. Redis on the same host answers a push in ~10–45 µs, so for that long
 //! the calling thread instead asks the socket, without blocking, whether the reply is there, and
 //! sleeps only after the limit (`config.busy_poll_us`, 100 µs unless set). Neither side then pays the
-//! wake-up: the call takes about a third of the time, and less CPU in all (the sleeping and waking
-//! cost more CPU than the polling; bench/README.md has the figures). This is what the kernel's
-//! `busy_poll` does for network devices, which loopback does not have.
+//! wake-up: a bare round trip takes a third of the time, a push half, and both less CPU in all (the
+//! sleeping and waking cost more CPU than the polling; ARCHITECTURE.md has the figures). This is what
+//! the kernel's `busy_poll` does for network devices, which loopback does not have.
 //!
 //! A Redis farther away never answers within the limit, so the polling backs off: after a miss the
 //! next 2 calls sleep at once, after two misses in a row the next 4, and so on up to 1,024; a reply
