@@ -133,15 +133,11 @@ impl SyncConn {
             .ok_or_else(|| Error::connection("not connected"))?;
         // Read after `open`: a connection it dialled answers.
         let mut switching = SwitchOn::new(conn, self.replies);
-        let mut polling = self.poll.as_mut().zip(self.socket.as_ref());
-        let polls = polling.is_some();
-        let mut wait = || {
-            if let Some((poll, socket)) = polling.as_mut() {
-                poll.wait(socket);
-            }
-        };
-        if polls {
-            switching = switching.before_reading(&mut wait);
+        let mut wait = (self.poll.as_mut())
+            .zip(self.socket.as_ref())
+            .map(|(poll, socket)| move || poll.wait(socket));
+        if let Some(wait) = wait.as_mut() {
+            switching = switching.before_reading(wait);
         }
         let result = op(&mut switching);
         self.replies = switching.mode();
