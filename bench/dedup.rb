@@ -57,32 +57,32 @@ module Bench
       redis = RedisServer.new.start
       Clients.configure(redis.url)
       CLASSES.each_value { |klass| klass.perform_async(-1) }
-      bare_client = BareClient.new(redis)
-      sha = bare_client.call(BareClient.command("SCRIPT", "LOAD", SCRIPT), 2).lines.last.chomp
+      @bare_client = BareClient.new(redis)
+      @sha = @bare_client.call(BareClient.command("SCRIPT", "LOAD", SCRIPT), 2).lines.last.chomp
       @next_arg = 0
       rounds = (1..ROUNDS).map do |i|
-        round = pushes(redis, bare_client, sha)
+        round = pushes(redis)
         order = i.odd? ? %w[off on] : %w[on off]
         order.each { |mode| round[mode]["process"] = process(redis, mode) }
         round
       end
       report(rounds)
     ensure
-      bare_client&.close
+      @bare_client&.close
       redis&.stop
     end
 
     # One round of one-by-one pushes, M jobs a mode and phase in alternating blocks. Returns per mode
     # and phase the rate and CPU per job over all its blocks, and per phase the blocks' paired
     # slowdowns ("pairs").
-    def pushes(redis, bare_client, sha)
+    def pushes(redis)
       redis.client.flushall
       totals = Hash.new { |h, k| h[k] = Hash.new(0.0) }
       pairs = Hash.new { |h, k| h[k] = [] }
       JOBS.times.each_slice(BLOCK).with_index do |slice, b|
         order = b.even? ? %w[off on] : %w[on off]
         PUSH_PHASES.each do |phase|
-          seconds = order.to_h { |mode| [mode, block(redis, phase, mode, slice.size, bare_client, sha, totals[[mode, phase]])] }
+          seconds = order.to_h { |mode| [mode, block(redis, phase, mode, slice.size, totals[[mode, phase]])] }
           pairs[phase] << 1 - seconds["off"] / seconds["on"]
         end
       end
@@ -96,16 +96,16 @@ module Bench
     end
 
     # Pushes `jobs` jobs of `mode` as `phase` does, adds its figures to `total`; returns its seconds.
-    def block(redis, phase, mode, jobs, bare_client, sha, total)
+    def block(redis, phase, mode, jobs, total)
       args = (@next_arg...(@next_arg += jobs)).to_a
-      requests = args.map { |n| bare_request(mode, n, sha) } if phase == "bare"
+      requests = args.map { |n| bare_request(mode, n) } if phase == "bare"
       before = redis.client.llen("queue:default")
       GC.start
       t0 = monotonic
       c0 = Cpu.self_seconds
       r0 = redis.cpu_seconds
       if requests
-        bare_client.send_all(requests, 2)
+        requests.each { |request| @bare_client.call(request, 2) }
       else
         klass = CLASSES.fetch(mode)
         args.each { |n| klass.perform_async(n) }
@@ -123,7 +123,7 @@ module Bench
 
     # A push as the engine writes it: the job's JSON, and for dedup the script with the keys and
     # arguments the engine passes it (dedup_push_one.lua's header), the key as WIRE.md §2 makes it.
-    def bare_request(mode, n, sha)
+    def bare_request(mode, n)
       now = Time.now.to_f
       job = {"retry" => true, "queue" => "default", "class" => CLASSES.fetch(mode).name, "args" => [n],
              "jid" => SecureRandom.hex(12), "created_at" => now, "enqueued_at" => now}
@@ -132,7 +132,7 @@ module Bench
       end
 
       key = "duplicate:default:#{Digest::SHA256.hexdigest("#{job["class"]}:#{JSON.generate(job["args"])}")}"
-      BareClient.command("EVALSHA", sha, 5, "queues", "queue:default", key, "jq:features", "jq:metrics",
+      BareClient.command("EVALSHA", @sha, 5, "queues", "queue:default", key, "jq:features", "jq:metrics",
         "default", job["jid"], JobQueue::Worker::Deduplication::DEFAULT_TTL, JSON.generate(job.merge("idempotency_key" => key)),
         "1", "disable_default_deduplication", "d:7:default:#{job["class"]}")
     end

@@ -29,12 +29,7 @@ module Bench
       args.map(&:to_s).reduce(+"*#{args.size}\r\n") { |out, arg| out << "$#{arg.bytesize}\r\n" << arg << "\r\n" }
     end
 
-    # Sends each request in turn, waiting for its `lines` reply lines.
-    def send_all(requests, lines)
-      requests.each { |request| call(request, lines) }
-    end
-
-    # Sends one request and returns its reply, read whole (for the untimed setup too).
+    # Sends one request and returns its reply once its `lines` reply lines are in.
     def call(request, lines)
       @socket.write(request)
       reply = String.new

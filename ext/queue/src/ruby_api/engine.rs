@@ -327,7 +327,6 @@ impl Engine {
         Ok(hash)
     }
 
-    /// Round trip to Redis; raises `JobQueue::ConnectionError` if it cannot be reached.
     /// `poll_counts`: what this thread's client connection's polling for replies has done so far
     /// (`busy_poll`), `{"hits" =>, "misses" =>, "skipped" =>}`; nil when it does not poll (turned
     /// off, not plain TCP, not dialled yet).
@@ -345,6 +344,7 @@ impl Engine {
         Ok(Some(hash))
     }
 
+    /// Round trip to Redis; raises `JobQueue::ConnectionError` if it cannot be reached.
     fn ping(&self) -> Result<bool, Error> {
         let (redis, id) = (&self.redis, self.id);
         blocking(move || {

@@ -44,9 +44,7 @@ impl PushTemplate {
             dedup,
         })
     }
-}
 
-impl PushTemplate {
     /// The worker's deduplication for one push, with the queue's flag as the caller read it (`None`:
     /// the script reads it in Redis); `None` for a worker without deduplication.
     pub fn dedup_with(&self, flag: Option<bool>) -> Option<PushOptions> {
