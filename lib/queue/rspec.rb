@@ -10,17 +10,20 @@ module JobQueue
   # ordered workers ("an ordered worker", below). `require "queue/rspec"` in a spec helper, then
   #
   #   RSpec.describe AuthorizedProjectsWorker do
+  #     let(:user) { User.create!(projects: [Project.new, Project.new]) }
   #     let(:job_args) { [user.id] }          # optional; none by default
   #
   #     it_behaves_like "an idempotent worker" do
-  #       it "refreshes once" do
+  #       it "authorizes each of the user's 2 projects once, though the job ran twice" do
   #         perform_idempotent_work           # or `subject`: runs the job twice
-  #         expect(user.reload.authorizations.count).to eq(2)
+  #         expect(user.project_authorizations.count).to eq(2)
   #       end
   #     end
   #   end
   #
-  # The job really runs, as a server would run it (its arguments through JSON), with nothing mocked.
+  # The job really runs, as a server would run it (its arguments through JSON), with nothing mocked;
+  # the shared example checks `idempotent!` and that both runs succeed, the group's own examples what
+  # the second run leaves. (README "GitLab-style deduplication", run by spec/api/readme_dedup_spec.rb.)
   module RSpec
     # Helpers of the example group: `perform_multiple(args = job_args, worker: described_class.new,
     # exec_times: 2)` and `perform_idempotent_work`.
@@ -82,15 +85,18 @@ end
 # For ordered workers (JobQueue::OrderedWorker):
 #
 #   RSpec.describe OrderSyncWorker do
+#     let(:order) { Order.create!(state: "new") }
 #     let(:ordered_jobs) { [{id: order.id, payload: {"state" => "paid"}}] }   # optional
 #
 #     it_behaves_like "an ordered worker" do
-#       it "syncs the order" do
+#       it "gives the order its latest state" do
 #         perform_ordered                  # or `subject`
-#         expect(order.reload).to be_synced
+#         expect(order.reload.state).to eq("paid")
 #       end
 #     end
 #   end
+#
+# (README "Test modes", with the worker, run by spec/api/readme_testing_spec.rb.)
 ::RSpec.shared_examples "an ordered worker" do
   include JobQueue::RSpec::OrderedWorkerHelper
 

@@ -2,9 +2,7 @@
 
 # The README's "Ordered workers" examples, run as written (in order), against the test Redis.
 RSpec.describe "README: Ordered workers" do
-  readme = File.read(File.join(ServerProcess::ROOT, "README.md"))
-  section = readme[/^## Ordered workers\n(.*?)^## /m, 1]
-  blocks = section.scan(/^```ruby\n(.*?)^```/m).flatten
+  let(:blocks) { Readme.blocks("## Ordered workers", count: 5) }
 
   after do
     %i[ATestWorker ATestMigrationWorker].each do |name|
@@ -15,14 +13,8 @@ RSpec.describe "README: Ordered workers" do
     end
   end
 
-  it "has the document's examples" do
-    expect(blocks.size).to eq(5)
-  end
-
   it "runs them: declarations, pushes, server settings, the dashboard API and the shard-count migration" do
-    blocks.each_with_index do |code, i|
-      TOPLEVEL_BINDING.eval(code, "README.md (ruby block #{i + 1})")
-    end
+    blocks.each(&:run)
     redis = TestRedis.client
     expect(redis.zcard("lowkiq:A:v1:ATestWorker:all_ids_lex")).to eq(1000)
     expect(redis.zrange("lowkiq:A:v1:ATestWorker:payloads:1", 0, -1)).to eq(['{"attr":"v1"}', '{"id":1}'].sort)
