@@ -36,6 +36,12 @@ module JobQueue
       new.run(argv)
     end
 
+    # The environment the app boots in and whose section of the config file applies: -e, else
+    # APP_ENV, RAILS_ENV or RACK_ENV, else "development" (as Sidekiq 6.4 and Rails itself fall back).
+    def self.environment(given = nil)
+      given || ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
+    end
+
     def initialize(out: $stdout)
       @out = out
     end
@@ -115,7 +121,7 @@ module JobQueue
 
     # Loads the app for a subcommand, with its environment.
     def boot_app(options)
-      ENV["RAILS_ENV"] = ENV["RACK_ENV"] = options[:environment] if options[:environment]
+      ENV["RAILS_ENV"] = ENV["RACK_ENV"] = CLI.environment(options[:environment])
       boot(options)
     end
 
@@ -135,7 +141,7 @@ module JobQueue
         o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file to load (default .)") { |v| opts[:require] = v }
         o.on("-t", "--timeout NUM", Float, "shutdown timeout in seconds (default 25)") { |v| opts[:timeout] = v }
         o.on("-C", "--config PATH", "YAML config file (default config/queue.yml or config/sidekiq.yml in the app directory)") { |v| opts[:config_file] = v }
-        o.on("-e", "--environment ENV", "application environment (default RAILS_ENV or RACK_ENV)") { |v| opts[:environment] = v }
+        o.on("-e", "--environment ENV", "application environment (default APP_ENV, RAILS_ENV, RACK_ENV or development)") { |v| opts[:environment] = v }
         o.on("-g", "--tag TAG", "process tag shown in the dashboard (default: the Rails app's directory name)") { |v| opts[:tag] = v }
         o.on("--max-batch INT", Integer, "most jobs one fetch takes for one thread, 1..1000 (default 50)") do |v|
           raise OptionParser::InvalidArgument, "#{v} (must be #{Configuration::MAX_BATCH_RANGE})" unless Configuration::MAX_BATCH_RANGE.cover?(v)
@@ -163,7 +169,8 @@ module JobQueue
     end
 
     # Sidekiq's format: top-level keys (":concurrency:", ":queues:", ...) plus per-environment
-    # sections that override them. ERB is evaluated first.
+    # sections that override them (the section of CLI.environment: development when none is given).
+    # ERB is evaluated first.
     def load_config_file(path, environment)
       raise ArgumentError, "config file #{path} does not exist" unless File.exist?(path)
 
@@ -171,8 +178,7 @@ module JobQueue
       raise ArgumentError, "config file #{path} must hold a mapping" unless data.is_a?(Hash)
 
       data = data.transform_keys { |k| k.to_s.delete_prefix(":").to_sym }
-      env = environment || ENV["RAILS_ENV"] || ENV["RACK_ENV"]
-      section = env && data.delete(env.to_sym)
+      section = data.delete(CLI.environment(environment).to_sym)
       data = data.merge(section.transform_keys { |k| k.to_s.delete_prefix(":").to_sym }) if section.is_a?(Hash)
       data[:queues] = Array(data[:queues]).map { |q| q.is_a?(Array) ? q : q.to_s } if data[:queues]
       data[:labels] = Array(data[:labels]).map(&:to_s) if data.key?(:labels)
@@ -208,8 +214,8 @@ module JobQueue
 
     def apply(options)
       config = JobQueue.config
-      ENV["RAILS_ENV"] = ENV["RACK_ENV"] = options[:environment] if options[:environment]
-      config.environment = options[:environment]
+      # The app boots in the environment whose section of the file was read, as in Sidekiq.
+      config.environment = ENV["RAILS_ENV"] = ENV["RACK_ENV"] = CLI.environment(options[:environment])
       config.concurrency = options[:concurrency] if options[:concurrency]
       config.queues = options[:queues] if options[:queues]
       config.timeout = options[:timeout] if options[:timeout]
