@@ -233,25 +233,41 @@ module JobQueue
     end
 
     # A directory with config/application.rb is a Rails app: load its environment and eager-load it.
-    # Anything else is a Ruby file to require.
+    # So is a Rails app's config/environment.rb (`-r ./config/environment.rb`). Anything else is a Ruby
+    # file to require.
     def boot(options)
       path = options[:require] || "."
       if File.directory?(path)
-        app = File.expand_path("config/application.rb", path)
-        if File.exist?(app)
-          require app # Rails is loaded now; the Railtie must be before the app initializes
-          require_relative "railtie" if defined?(::Rails::Railtie)
-          require File.expand_path("config/environment.rb", path)
-          ::Rails.application.eager_load! if defined?(::Rails) && ::Rails.application.respond_to?(:eager_load!)
-          JobQueue.config.tag = File.basename(File.expand_path(path)) if JobQueue.config.tag.to_s.empty?
+        if File.exist?(File.join(path, "config", "application.rb"))
+          boot_rails(path)
         elsif options[:require]
           raise ArgumentError, "#{path} is a directory but not a Rails app (no config/application.rb); pass a Ruby file with -r"
         end
+      elsif (root = rails_root_of(path))
+        boot_rails(root)
       elsif File.exist?(path) || File.exist?("#{path}.rb")
         require File.expand_path(path)
       else
         raise ArgumentError, "cannot load #{path}: no such file or directory"
       end
+    end
+
+    def boot_rails(root)
+      require File.expand_path("config/application.rb", root) # Rails is loaded now; the Railtie must be before the app initializes
+      require_relative "railtie" if defined?(::Rails::Railtie)
+      require File.expand_path("config/environment.rb", root)
+      ::Rails.application.eager_load! if defined?(::Rails) && ::Rails.application.respond_to?(:eager_load!)
+      JobQueue.config.tag = File.basename(File.expand_path(root)) if JobQueue.config.tag.to_s.empty?
+    end
+
+    # The app directory of a path to a Rails app's config/environment(.rb), else nil.
+    def rails_root_of(path)
+      file = File.expand_path(path.end_with?(".rb") ? path : "#{path}.rb")
+      config = File.dirname(file)
+      return nil unless File.basename(file) == "environment.rb" && File.basename(config) == "config"
+      return nil unless File.exist?(file) && File.exist?(File.join(config, "application.rb"))
+
+      File.dirname(config)
     end
 
     def launch
