@@ -20,7 +20,13 @@ module JobQueue
       # dashboard, `queue ordered`, the server), to load the app's code first: the listing then does
       # not depend on which classes autoloading happened to load. In a Rails app the Railtie sets it
       # (the app is eager-loaded once, and again after a code reload); nil, the default, loads nothing.
-      attr_accessor :loader
+      attr_reader :loader
+
+      def loader=(callable)
+        raise ArgumentError, "JobQueue::Ordered.loader must respond to call (or be nil), got #{callable.inspect}" unless callable.nil? || callable.respond_to?(:call)
+
+        @loader = callable
+      end
     end
 
     module_function
