@@ -36,6 +36,12 @@ module JobQueue
       new.run(argv)
     end
 
+    # The environment the app boots in and whose section of the config file applies: -e, else
+    # APP_ENV, RAILS_ENV or RACK_ENV, else "development" (as Sidekiq 6.4 and Rails itself fall back).
+    def self.environment(given = nil)
+      given || ENV["APP_ENV"] || ENV["RAILS_ENV"] || ENV["RACK_ENV"] || "development"
+    end
+
     def initialize(out: $stdout)
       @out = out
     end
@@ -115,7 +121,7 @@ module JobQueue
 
     # Loads the app for a subcommand, with its environment.
     def boot_app(options)
-      ENV["RAILS_ENV"] = ENV["RACK_ENV"] = options[:environment] if options[:environment]
+      ENV["RAILS_ENV"] = ENV["RACK_ENV"] = CLI.environment(options[:environment])
       boot(options)
     end
 
@@ -135,7 +141,7 @@ module JobQueue
         o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file to load (default .)") { |v| opts[:require] = v }
         o.on("-t", "--timeout NUM", Float, "shutdown timeout in seconds (default 25)") { |v| opts[:timeout] = v }
         o.on("-C", "--config PATH", "YAML config file (default config/queue.yml or config/sidekiq.yml in the app directory)") { |v| opts[:config_file] = v }
-        o.on("-e", "--environment ENV", "application environment (default RAILS_ENV or RACK_ENV)") { |v| opts[:environment] = v }
+        o.on("-e", "--environment ENV", "application environment (default APP_ENV, RAILS_ENV, RACK_ENV or development)") { |v| opts[:environment] = v }
         o.on("-g", "--tag TAG", "process tag shown in the dashboard (default: the Rails app's directory name)") { |v| opts[:tag] = v }
         o.on("--max-batch INT", Integer, "most jobs one fetch takes for one thread, 1..1000 (default 50)") do |v|
           raise OptionParser::InvalidArgument, "#{v} (must be #{Configuration::MAX_BATCH_RANGE})" unless Configuration::MAX_BATCH_RANGE.cover?(v)
@@ -163,7 +169,8 @@ module JobQueue
     end
 
     # Sidekiq's format: top-level keys (":concurrency:", ":queues:", ...) plus per-environment
-    # sections that override them. ERB is evaluated first.
+    # sections that override them (the section of CLI.environment: development when none is given).
+    # ERB is evaluated first.
     def load_config_file(path, environment)
       raise ArgumentError, "config file #{path} does not exist" unless File.exist?(path)
 
@@ -171,8 +178,7 @@ module JobQueue
       raise ArgumentError, "config file #{path} must hold a mapping" unless data.is_a?(Hash)
 
       data = data.transform_keys { |k| k.to_s.delete_prefix(":").to_sym }
-      env = environment || ENV["RAILS_ENV"] || ENV["RACK_ENV"]
-      section = env && data.delete(env.to_sym)
+      section = data.delete(CLI.environment(environment).to_sym)
       data = data.merge(section.transform_keys { |k| k.to_s.delete_prefix(":").to_sym }) if section.is_a?(Hash)
       data[:queues] = Array(data[:queues]).map { |q| q.is_a?(Array) ? q : q.to_s } if data[:queues]
       data[:labels] = Array(data[:labels]).map(&:to_s) if data.key?(:labels)
@@ -208,8 +214,8 @@ module JobQueue
 
     def apply(options)
       config = JobQueue.config
-      ENV["RAILS_ENV"] = ENV["RACK_ENV"] = options[:environment] if options[:environment]
-      config.environment = options[:environment]
+      # The app boots in the environment whose section of the file was read, as in Sidekiq.
+      config.environment = ENV["RAILS_ENV"] = ENV["RACK_ENV"] = CLI.environment(options[:environment])
       config.concurrency = options[:concurrency] if options[:concurrency]
       config.queues = options[:queues] if options[:queues]
       config.timeout = options[:timeout] if options[:timeout]
@@ -227,25 +233,41 @@ module JobQueue
     end
 
     # A directory with config/application.rb is a Rails app: load its environment and eager-load it.
-    # Anything else is a Ruby file to require.
+    # So is a Rails app's config/environment.rb (`-r ./config/environment.rb`). Anything else is a Ruby
+    # file to require.
     def boot(options)
       path = options[:require] || "."
       if File.directory?(path)
-        app = File.expand_path("config/application.rb", path)
-        if File.exist?(app)
-          require app # Rails is loaded now; the Railtie must be before the app initializes
-          require_relative "railtie" if defined?(::Rails::Railtie)
-          require File.expand_path("config/environment.rb", path)
-          ::Rails.application.eager_load! if defined?(::Rails) && ::Rails.application.respond_to?(:eager_load!)
-          JobQueue.config.tag = File.basename(File.expand_path(path)) if JobQueue.config.tag.to_s.empty?
+        if File.exist?(File.join(path, "config", "application.rb"))
+          boot_rails(path)
         elsif options[:require]
           raise ArgumentError, "#{path} is a directory but not a Rails app (no config/application.rb); pass a Ruby file with -r"
         end
+      elsif (root = rails_root_of(path))
+        boot_rails(root)
       elsif File.exist?(path) || File.exist?("#{path}.rb")
         require File.expand_path(path)
       else
         raise ArgumentError, "cannot load #{path}: no such file or directory"
       end
+    end
+
+    def boot_rails(root)
+      require File.expand_path("config/application.rb", root) # Rails is loaded now; the Railtie must be before the app initializes
+      require_relative "railtie" if defined?(::Rails::Railtie)
+      require File.expand_path("config/environment.rb", root)
+      ::Rails.application.eager_load! if defined?(::Rails) && ::Rails.application.respond_to?(:eager_load!)
+      JobQueue.config.tag = File.basename(File.expand_path(root)) if JobQueue.config.tag.to_s.empty?
+    end
+
+    # The app directory of a path to a Rails app's config/environment(.rb), else nil.
+    def rails_root_of(path)
+      file = File.expand_path(path.end_with?(".rb") ? path : "#{path}.rb")
+      config = File.dirname(file)
+      return nil unless File.basename(file) == "environment.rb" && File.basename(config) == "config"
+      return nil unless File.exist?(file) && File.exist?(File.join(config, "application.rb"))
+
+      File.dirname(config)
     end
 
     def launch

@@ -7,13 +7,27 @@ require_relative "ordered/server"
 module JobQueue
   # The read side and the dashboard's actions for ordered workers (Lowkiq's `/api/v1/stats` and its
   # morgue buttons). A worker is given as its module (or class), its name, or its queue name; the
-  # "all workers" actions take every loaded ordered worker when none is given.
+  # "all workers" actions take every ordered worker of the app (`workers`) when none is given.
   #
   #   JobQueue::Ordered.stats          # => {"total" => {"length", "morgue_length", "lag"}, "by_worker" => {...}}
   #   JobQueue::Ordered.morgue(OrderSyncWorker, sort: :updated_at, descending: true, limit: 20)
   #   JobQueue::Ordered.requeue(OrderSyncWorker, ["42"])
   module Ordered
     SORTS = {id: "id", updated_at: "updated_at", time: "updated_at"}.freeze
+
+    class << self
+      # A callable run before every listing of the ordered workers (`workers`, and so `stats`, the
+      # dashboard, `queue ordered`, the server), to load the app's code first: the listing then does
+      # not depend on which classes autoloading happened to load. In a Rails app the Railtie sets it
+      # (the app is eager-loaded once, and again after a code reload); nil, the default, loads nothing.
+      attr_reader :loader
+
+      def loader=(callable)
+        raise ArgumentError, "JobQueue::Ordered.loader must respond to call (or be nil), got #{callable.inspect}" unless callable.nil? || callable.respond_to?(:call)
+
+        @loader = callable
+      end
+    end
 
     module_function
 
@@ -55,8 +69,9 @@ module JobQueue
     # Queued ids that have failed at least once are deleted.
     def delete_all_failed_jobs(worker = nil) = each_worker(worker, "delete_all_failed_jobs")
 
-    # Loaded ordered workers that have a queue name.
+    # Ordered workers that have a queue name, once `loader` has loaded the app's code.
     def workers
+      Ordered.loader&.call
       OrderedWorker.workers.select { |w| w.name || w.instance_variable_get(:@queue_name) }
     end
 

@@ -35,14 +35,18 @@ module JobQueue
     @lock = Mutex.new
 
     class << self
-      # Every module or class that extended OrderedWorker, in the order they did.
+      # Every module or class that extended OrderedWorker, in the order they did (the latest of a name).
       def workers
         @lock.synchronize { @workers.dup }
       end
 
+      # A module reloaded in development (a new module of the same name) takes the place of the old one.
       def extended(base)
         super
-        @lock.synchronize { @workers << base unless @workers.include?(base) }
+        @lock.synchronize do
+          @workers.reject! { |w| !w.equal?(base) && base.name && w.name == base.name }
+          @workers << base unless @workers.include?(base)
+        end
       end
 
       # @api private (specs)

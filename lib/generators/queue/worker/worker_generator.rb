@@ -6,7 +6,9 @@ module JobQueue
   module Generators
     # `bin/rails g queue:worker Name [--idempotent | --ordered] [--queue NAME] [--no-spec]`:
     # app/workers/name_worker.rb and spec/workers/name_worker_spec.rb (namespaced names such as
-    # Admin::Cleanup go under app/workers/admin/). Three flavours:
+    # Admin::Cleanup go under app/workers/admin/). The spec only where RSpec is set up (rspec-core in
+    # the bundle, spec/rails_helper.rb or spec/spec_helper.rb); otherwise a note says what to add.
+    # Three flavours:
     #
     # - plain: `include JobQueue::Worker`; its spec runs it through the fake and inline test modes.
     # - --idempotent: `include JobQueue::ApplicationWorker` + `idempotent!` (GitLab's style: a queue
@@ -47,13 +49,16 @@ module JobQueue
       end
 
       def create_worker_file
-        template "#{flavour}_worker.rb", File.join("app/workers", class_path, "#{file_name}_worker.rb")
+        template "#{flavour}_worker.rb", worker_path
       end
 
+      # Only where RSpec can run it: rspec-core in the app's bundle and a spec helper to require. Without
+      # them the spec is left out and the note says what to add.
       def create_spec_file
         return unless options[:spec]
 
-        template "#{flavour}_worker_spec.rb", File.join("spec/workers", class_path, "#{file_name}_worker_spec.rb")
+        note = missing_rspec
+        note ? say_status(:skip, note, :yellow) : template("#{flavour}_worker_spec.rb", spec_path)
       end
 
       def remind_of_queues
@@ -87,7 +92,45 @@ module JobQueue
       end
 
       def spec_helper
-        File.exist?(File.join(destination_root, "spec", "rails_helper.rb")) ? "rails_helper" : "spec_helper"
+        %w[rails_helper spec_helper].find { |helper| File.exist?(File.join(destination_root, "spec", "#{helper}.rb")) }
+      end
+
+      def worker_path
+        File.join("app/workers", class_path, "#{file_name}_worker.rb")
+      end
+
+      # A re-run with --skip that adds the spec of a worker written before finds the worker's class
+      # defined by that file: the worker itself, not a collision.
+      def class_collisions(*names)
+        return if options[:skip] && File.exist?(File.join(destination_root, worker_path))
+
+        super
+      end
+
+      def spec_path
+        File.join("spec/workers", class_path, "#{file_name}_worker_spec.rb")
+      end
+
+      # Why the spec cannot be written, and what to add; nil when RSpec is there.
+      def missing_rspec
+        then_rerun = "then `#{rerun_command}` writes it (--no-spec leaves specs out without this note)"
+        unless Gem.loaded_specs.key?("rspec-core")
+          return "#{spec_path}: this app has no RSpec (rspec-core is not in its bundle). To add it, put " \
+            "`gem \"rspec-rails\"` in the Gemfile's `group :development, :test`, run `bundle install` and " \
+            "`bin/rails g rspec:install`; #{then_rerun}"
+        end
+        return nil if spec_helper
+
+        "#{spec_path}: RSpec is in the bundle but there is no spec/rails_helper.rb or spec/spec_helper.rb to " \
+          "require. Run `bin/rails g rspec:install` (rspec-rails), or write a spec/spec_helper.rb that requires " \
+          "config/environment; #{then_rerun}"
+      end
+
+      # This generator's command again, with --skip so the worker file is left as it is.
+      def rerun_command
+        flags = [("--idempotent" if options[:idempotent]), ("--ordered" if options[:ordered]),
+          ("--queue #{options[:queue]}" if options[:queue])].compact
+        ["bin/rails g queue:worker", name, *flags, "--skip"].join(" ")
       end
     end
   end
