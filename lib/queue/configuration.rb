@@ -221,9 +221,15 @@ module JobQueue
     # GitLab's routing rules (README, "Routing rules"): `[query, queue]` or `[query, queue, shard]`,
     # first match wins, checked and compiled here (a bad rule raises ArgumentError naming it).
     # ApplicationWorkers take their queue (and `store`, the shard) from them.
+    # Rules without a `*` rule last are warned about, as GitLab does: a worker no rule matches keeps its
+    # own queue, which a server given -q may not listen to.
     def routing_rules=(rules)
-      @router = Routing::Router.new(rules)
+      router = Routing::Router.new(rules)
+      @router = router
       Worker.options_changed! if defined?(Worker)
+      return if router.empty? || router.catch_all?
+
+      logger.warn("routing_rules has no [\"*\", queue] rule last: a worker no rule matches keeps its own queue")
     end
 
     # The rules as set (frozen); [] by default.

@@ -16,6 +16,9 @@ RSpec.describe "Routing rules" do
     klass
   end
 
+  # Most tables here have no `*` rule last, which is warned about (checked below).
+  before { JobQueue.config.logger = Logger.new(File::NULL) }
+
   def route!(rules)
     JobQueue.config.routing_rules = rules
   end
@@ -312,6 +315,18 @@ RSpec.describe "Routing rules" do
       expect { route!([["urgency=hihg|", "x"]]) }.to raise_error(JobQueue::Routing::InvalidTerm)
       expect(klass.queue).to eq("urgent")
       expect(JobQueue.config.routing_rules).to eq([["urgency=high", "urgent"]])
+    end
+
+    it "warns, as GitLab does, when the last rule is not *" do
+      log = StringIO.new
+      JobQueue.config.logger = Logger.new(log)
+
+      route!([["urgency=high", "urgent"], ["*", nil]])
+      route!([])
+      expect(log.string).to be_empty
+
+      route!([["urgency=high", "urgent"]])
+      expect(log.string).to include('WARN -- : routing_rules has no ["*", queue] rule last: a worker no rule matches keeps its own queue')
     end
 
     it "keeps the rules as given, frozen" do

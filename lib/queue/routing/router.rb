@@ -32,6 +32,11 @@ module JobQueue
         @compiled.empty?
       end
 
+      # Whether the last rule is `*`, so no worker falls through to its own queue unrouted.
+      def catch_all?
+        @compiled.last&.query&.wildcard? || false
+      end
+
       # [queue, shard] for a worker with these attributes (Routing.attributes) whose own queue is
       # `own_queue`.
       def route(attributes, own_queue)
