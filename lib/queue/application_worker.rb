@@ -21,8 +21,9 @@ module JobQueue
   #
   # The queue is the class name without its "Worker" suffix, underscored, modules joined by "_"
   # (`ProcessSomethingWorker` → `process_something`), under the worker's namespace if it has one
-  # (`queue_namespace :cronjob` → `cronjob:process_something`). `sidekiq_options queue:` in the class
-  # itself still wins. Subclasses get queues of their own names, as in GitLab.
+  # (`queue_namespace :cronjob` → `cronjob:process_something`), unless `config.routing_rules` send it
+  # elsewhere (Routing). `sidekiq_options queue:` in the class itself still wins. Subclasses get queues
+  # of their own names, as in GitLab.
   #
   # `bundle exec queue` without -q listens to the queues of every ApplicationWorker loaded once the app
   # has booted (see DeclaredQueues).
