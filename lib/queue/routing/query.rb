@@ -22,9 +22,9 @@ module JobQueue
       VALUE = /\A[\w:]+\z/
       INVALID_CHARACTER = /[^\w:]/
 
-      Term = Struct.new(:attribute, :negated, :values) do
+      Term = Struct.new(:attribute, :negated, :wanted) do
         def match?(attributes)
-          hit = attributes.fetch(attribute).any? { |value| values.include?(value) }
+          hit = attributes.fetch(attribute).any? { |value| wanted.include?(value) }
           negated ? !hit : hit
         end
       end
@@ -54,6 +54,8 @@ module JobQueue
 
       # [[Term, ...], ...]: OR of ANDs.
       def parse
+        raise InvalidTerm, "the query is empty" if @source.strip.empty?
+
         pieces(@source, "|", 0).map do |clause, at|
           pieces(clause, "&", at).map { |term, term_at| parse_term(term, term_at) }.freeze
         end.freeze
@@ -72,7 +74,6 @@ module JobQueue
       end
 
       def parse_term(term, at)
-        raise InvalidTerm, "the query is empty" if @source.strip.empty?
         raise InvalidTerm, "empty term at #{where(at)}: | and & need a term on each side" if term.empty?
         raise InvalidTerm, "\"*\" matches all workers only as the whole query, at #{where(at)}" if term.strip == WILDCARD
 
