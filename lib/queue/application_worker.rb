@@ -118,7 +118,7 @@ module JobQueue
       # any worker's options, attributes or the rules change (Worker.options_changed!).
       def get_sidekiq_options
         merged = super
-        return merged if @explicit_queue
+        return unrouted(merged) if @explicit_queue
 
         own = derived_queue(merged["queue_namespace"])
         return merged if own.nil?
@@ -158,6 +158,18 @@ module JobQueue
       # From now on the class's own `queue` option wins over the generated name.
       def explicit_queue!
         @explicit_queue = true
+      end
+
+      # A class that gave its own queue is not routed: it keeps no shard a routed parent passed down.
+      def unrouted(merged)
+        return merged unless merged.key?("store") && !own_job_options.key?("store")
+
+        cache = @unrouted_cache
+        return cache[1] if cache && cache[0].equal?(merged)
+
+        options = merged.except("store").freeze
+        @unrouted_cache = [merged, options]
+        options
       end
 
       def routed_options(merged, queue, shard)

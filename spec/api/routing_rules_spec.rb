@@ -294,6 +294,16 @@ RSpec.describe "Routing rules" do
       expect([child.queue, child.get_sidekiq_options.key?("store")]).to eq(["base_mirror_sync", false])
     end
 
+    it "gives a subclass with its own queue no shard from its routed parent" do
+      parent = worker("Base::CpuWorker") { worker_resource_boundary :cpu }
+      child = worker("Base::PinnedCpuWorker", superclass: parent) { sidekiq_options queue: "pinned" }
+      route!([["resource_boundary=cpu", "cpu", "jobs_b"]])
+
+      expect(parent.get_sidekiq_options).to include("queue" => "cpu", "store" => "jobs_b")
+      expect(child.get_sidekiq_options).to include("queue" => "pinned")
+      expect(child.get_sidekiq_options).not_to have_key("store")
+    end
+
     it "routes again when the rules change, and when an attribute is declared after the first look" do
       klass = worker("LateWorker")
       expect(klass.queue).to eq("late")
