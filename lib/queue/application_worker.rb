@@ -21,8 +21,9 @@ module JobQueue
   #
   # The queue is the class name without its "Worker" suffix, underscored, modules joined by "_"
   # (`ProcessSomethingWorker` → `process_something`), under the worker's namespace if it has one
-  # (`queue_namespace :cronjob` → `cronjob:process_something`). `sidekiq_options queue:` in the class
-  # itself still wins. Subclasses get queues of their own names, as in GitLab.
+  # (`queue_namespace :cronjob` → `cronjob:process_something`), unless `config.routing_rules` send it
+  # elsewhere (Routing). `sidekiq_options queue:` in the class itself still wins. Subclasses get queues
+  # of their own names, as in GitLab.
   #
   # `bundle exec queue` without -q listens to the queues of every ApplicationWorker loaded once the app
   # has booted (see DeclaredQueues).
@@ -112,19 +113,22 @@ module JobQueue
         derived_queue(get_sidekiq_options["queue_namespace"])
       end
 
-      # Sidekiq's options with the queue set to the generated name unless this class gave one.
+      # Sidekiq's options with the queue the routing rules give (by default the generated name) and,
+      # when a rule names one, its shard as "store", unless this class gave its own queue. Cached until
+      # any worker's options, attributes or the rules change (Worker.options_changed!).
       def get_sidekiq_options
         merged = super
-        return merged if @explicit_queue
+        return unrouted(merged) if @explicit_queue
 
-        queue = derived_queue(merged["queue_namespace"])
-        return merged if queue.nil? || merged["queue"] == queue
+        own = derived_queue(merged["queue_namespace"])
+        return merged if own.nil?
 
         cache = @queue_options_cache
-        return cache[1] if cache && cache[0].equal?(merged) && cache[1]["queue"].equal?(queue)
+        return cache[2] if cache && cache[0].equal?(merged) && cache[1].equal?(own)
 
-        options = merged.merge("queue" => queue).freeze
-        @queue_options_cache = [merged, options]
+        queue, shard = Routing.route_for(self, own, merged["queue_namespace"])
+        options = merged["queue"] == queue && !merged.key?("store") && shard.nil? ? merged : routed_options(merged, queue, shard)
+        @queue_options_cache = [merged, own, options]
         options
       end
 
@@ -154,6 +158,24 @@ module JobQueue
       # From now on the class's own `queue` option wins over the generated name.
       def explicit_queue!
         @explicit_queue = true
+      end
+
+      # A class that gave its own queue is not routed: it keeps no shard a routed parent passed down.
+      def unrouted(merged)
+        return merged unless merged.key?("store") && !own_job_options.key?("store")
+
+        cache = @unrouted_cache
+        return cache[1] if cache && cache[0].equal?(merged)
+
+        options = merged.except("store").freeze
+        @unrouted_cache = [merged, options]
+        options
+      end
+
+      def routed_options(merged, queue, shard)
+        options = merged.merge("queue" => queue)
+        shard ? options["store"] = shard : options.delete("store")
+        options.freeze
       end
 
       # Memoized per class name and namespace (both frozen, so identity is enough).

@@ -20,6 +20,8 @@ module JobQueue
     SIGNALS = %w[INT TERM TSTP TTIN USR1 USR2].freeze
     # Keys of a YAML config file this CLI uses.
     CONFIG_KEYS = %i[concurrency queues timeout tag require verbose environment max_batch labels].freeze
+    # Keys of the file the Rails integration reads, for clients and servers alike (config_file.rb).
+    APP_CONFIG_KEYS = %i[redis routing_rules].freeze
     # Keys Sidekiq's YAML takes that have no meaning here, and what to do instead.
     IGNORED_CONFIG_KEYS = {
       max_retries: "the retry limit is the job's: use sidekiq_options retry: N, or config.default_job_options = {retry: N}"
@@ -190,7 +192,7 @@ module JobQueue
     # environment's section and passes without one.
     def warn_unused_keys(path, data)
       data.each do |key, value|
-        next if CONFIG_KEYS.include?(key) || value.is_a?(Hash)
+        next if CONFIG_KEYS.include?(key) || APP_CONFIG_KEYS.include?(key) || value.is_a?(Hash)
 
         reason = IGNORED_CONFIG_KEYS[key] || "not an option of queue"
         JobQueue.logger.warn("config file #{path}: :#{key}: ignored (#{reason})")

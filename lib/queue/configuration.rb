@@ -3,6 +3,7 @@
 require_relative "lifecycle"
 require_relative "redis_options"
 require_relative "redis_pool"
+require_relative "routing"
 
 module JobQueue
   # Everything a client or server needs to know, set with `JobQueue.configure { |c| ... }`.
@@ -51,6 +52,7 @@ module JobQueue
       @job_logs = :text
       @default_job_options = DEFAULT_JOB_OPTIONS
       @strict_args = :raise
+      @router = Routing::Router.new([])
       @redis_pool = RedisPool.new(self) # connects on first use only
       Worker.options_changed! if defined?(Worker)
     end
@@ -215,6 +217,28 @@ module JobQueue
       @default_job_options = DEFAULT_JOB_OPTIONS.merge(options.transform_keys(&:to_s)).freeze
       Worker.options_changed! if defined?(Worker)
     end
+
+    # GitLab's routing rules (README, "Routing rules"): `[query, queue]` or `[query, queue, shard]`,
+    # first match wins, checked and compiled here (a bad rule raises ArgumentError naming it).
+    # ApplicationWorkers take their queue (and `store`, the shard) from them.
+    # Rules without a `*` rule last are warned about, as GitLab does: a worker no rule matches keeps its
+    # own queue, which a server given -q may not listen to.
+    def routing_rules=(rules)
+      router = Routing::Router.new(rules)
+      @router = router
+      Worker.options_changed! if defined?(Worker)
+      return if router.empty? || router.catch_all?
+
+      logger.warn("routing_rules has no [\"*\", queue] rule last: a worker no rule matches keeps its own queue")
+    end
+
+    # The rules as set (frozen); [] by default.
+    def routing_rules
+      @router.rules
+    end
+
+    # @api private: the compiled rules (Routing::Router).
+    attr_reader :router
 
     def client_middleware
       yield @client_middleware_chain if block_given?

@@ -106,8 +106,10 @@ module JobQueue
 
     private
 
+    # Routing rules match attributes, so a change redoes every worker's cached options.
     def set_worker_attribute(name, value)
       (@worker_attributes ||= {})[name] = value
+      Worker.options_changed!
     end
 
     def check!(attribute, value, valid, expected)

@@ -127,6 +127,16 @@ RSpec.describe JobQueue::CLI do
       expect(options).to include(concurrency: 3, timeout: 4.0, max_batch: 7, queues: ["only,2", "also"])
     end
 
+    it "leaves routing_rules: to the Rails integration, without a warning" do
+      log = StringIO.new
+      JobQueue.config.logger = Logger.new(log)
+      File.write(@config_file, "#{File.read(@config_file)}routing_rules:\n  - [\"*\", default]\nfrobnicate: [1]\n")
+
+      expect(cli.parse(["-C", @config_file])).not_to have_key(:routing_rules)
+      expect(log.string).to include(":frobnicate: ignored")
+      expect(log.string).not_to include("routing_rules")
+    end
+
     it "yields queues that the configuration accepts" do
       config = JobQueue::Configuration.new
       config.queues = cli.parse(["-C", @config_file])[:queues]

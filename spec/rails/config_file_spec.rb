@@ -3,7 +3,8 @@
 require "tmpdir"
 require "queue/rails_integration/config_file"
 
-# config/queue.yml's `redis:` as the Railtie reads it (the rest of the file is the CLI's).
+# config/queue.yml's `redis:` and `routing_rules:` as the Railtie reads them (the rest of the file is
+# the CLI's).
 RSpec.describe JobQueue::RailsIntegration::ConfigFile do
   around do |example|
     Dir.mktmpdir("queue-yml") do |dir|
@@ -42,5 +43,33 @@ RSpec.describe JobQueue::RailsIntegration::ConfigFile do
     described_class.apply(@path, "test", config)
     expect(config.redis_url).to start_with("redis://127.0.0.1:6390/3")
     expect { described_class.apply(File.join(File.dirname(@path), "missing.yml"), "test", config) }.not_to(change { config.redis_url })
+  end
+
+  it "applies routing_rules:, the environment's over the top level's, and leaves the rules alone without" do
+    File.write(@path, <<~YAML)
+      routing_rules:
+        - ["urgency=high", "urgent"]
+        - ["resource_boundary=cpu", "cpu_bound", "jobs_b"]
+        - ["*", null]
+      production:
+        :routing_rules:
+          - ["*", "default"]
+    YAML
+    config = JobQueue::Configuration.new
+    described_class.apply(@path, "test", config)
+    expect(config.routing_rules).to eq([["urgency=high", "urgent"], ["resource_boundary=cpu", "cpu_bound", "jobs_b"], ["*", nil]])
+
+    described_class.apply(@path, "production", config)
+    expect(config.routing_rules).to eq([["*", "default"]])
+
+    File.write(@path, "redis:\n  url: redis://127.0.0.1:6390/3\n")
+    expect { described_class.apply(@path, "production", config) }.not_to(change { config.routing_rules })
+  end
+
+  it "says which file holds a bad rule" do
+    File.write(@path, "routing_rules:\n  - [\"urgency=high|\", urgent]\n")
+
+    expect { described_class.apply(@path, "test", JobQueue::Configuration.new) }
+      .to raise_error(JobQueue::Routing::InvalidTerm, /\A#{Regexp.escape(@path)}: routing_rules\[0\] \["urgency=high\|", "urgent"\]: empty term at character 14/)
   end
 end

@@ -5,26 +5,44 @@ require "erb"
 
 module JobQueue
   module RailsIntegration
-    # config/queue.yml for clients and servers alike: its `redis:` settings (Configuration#redis=),
-    # top level or in the section of the running environment, ERB first, as the CLI reads the file.
-    # The server's own keys (concurrency, queues, timeout, ...) are the CLI's, where flags win.
+    # config/queue.yml for clients and servers alike: its `redis:` settings (Configuration#redis=) and
+    # `routing_rules:` (Configuration#routing_rules=), top level or in the section of the running
+    # environment, ERB first, as the CLI reads the file. The server's own keys (concurrency, queues,
+    # timeout, ...) are the CLI's, where flags win.
     module ConfigFile
       module_function
 
       def apply(path, environment, config = JobQueue.config)
         return unless File.exist?(path)
 
-        redis = redis_settings(path, environment.to_s)
+        data = settings(path, environment.to_s)
+        redis = redis_from(path, data)
         config.redis = redis if redis
+        apply_routing_rules(path, data, config) if data.key?("routing_rules")
+      end
+
+      def apply_routing_rules(path, data, config)
+        config.routing_rules = data["routing_rules"]
+      rescue Routing::Error => e
+        raise e.class, "#{path}: #{e.message}"
       end
 
       def redis_settings(path, environment)
+        redis_from(path, settings(path, environment))
+      end
+
+      # The file's top-level keys with the environment's section over them, keys without a leading ":".
+      def settings(path, environment)
         data = YAML.safe_load(ERB.new(File.read(path)).result, permitted_classes: [Symbol], aliases: true) || {}
         raise ArgumentError, "#{path} must hold a mapping" unless data.is_a?(Hash)
 
         data = plain_keys(data)
         section = data[environment].is_a?(Hash) ? plain_keys(data[environment]) : {}
-        redis = section.fetch("redis", data["redis"]) or return nil
+        data.merge(section)
+      end
+
+      def redis_from(path, data)
+        redis = data["redis"] or return nil
         raise ArgumentError, "#{path}: redis: must be a mapping (url:, password:, ...), got #{redis.inspect}" unless redis.is_a?(Hash)
 
         plain_keys(redis).transform_keys(&:to_sym)
