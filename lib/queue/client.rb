@@ -35,7 +35,7 @@ module JobQueue
     def prepare(item)
       raise ArgumentError, "job must be a Hash, got #{item.class}" unless item.is_a?(Hash)
 
-      job = normalize(item)
+      job = Expiry.stamp!(normalize(item))
       worker_class = worker_class_of(item)
       Context.stamp(job, worker_class) # "meta.*" worker context (context.rb)
       run_middleware(worker_class, job)
@@ -92,6 +92,7 @@ module JobQueue
         Context.stamp(job, worker_class) # "meta.*" worker context (context.rb)
         at = epoch(ats.is_a?(Array) ? ats[i] : ats)
         job["at"] = at if at && at > now
+        Expiry.stamp!(job)
         run_middleware(worker_class, job)
       end
       dropped = raw_push(jobs, worker_class)

@@ -8,8 +8,9 @@ module JobQueue
   # plain UTF-8 Strings, and Arrays and String-keyed Hashes of those; workers with a `job_context`
   # or `idempotency_arguments`) goes through JobQueue::Client#push as before, with the same result.
   module DirectPush
-    # Keys the engine writes itself; options carrying one of them keep the general path.
-    OWN_KEYS = %w[class args jid created_at enqueued_at at].freeze
+    # Keys the engine writes itself, or that Ruby turns into others (`expires_in`, expiry.rb); options
+    # carrying one of them keep the general path.
+    OWN_KEYS = %w[class args jid created_at enqueued_at at expires_in].freeze
 
     Template = Struct.new(:native, :queue, :deduplicated)
 

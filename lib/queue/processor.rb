@@ -93,6 +93,8 @@ module JobQueue
         worker = klass.new
         worker.jid = job["jid"] if worker.respond_to?(:jid=)
         deduplicated(klass, job) if !key_released && job["idempotency_key"] && !job.key?("duplicate-of")
+        return @fetcher.expired if Expiry.expired?(job) # `expires_in` ran out before it could start
+
         JobRun.around(@config, klass, job, queue) do # context and JSON job logs (job_run.rb)
           @config.server_middleware_chain.invoke(worker, job, queue) do
             worker.perform(*job["args"])

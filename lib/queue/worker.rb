@@ -2,6 +2,7 @@
 
 require_relative "deduplication"
 require_relative "direct_push"
+require_relative "expiry"
 require_relative "inline"
 
 module JobQueue
@@ -28,7 +29,8 @@ module JobQueue
       "retry_queue" => ->(v) { v.is_a?(String) || v.is_a?(Symbol) },
       "backtrace" => ->(v) { v == true || v == false || (v.is_a?(Integer) && v >= 0) },
       "dead" => ->(v) { v == true || v == false },
-      "tags" => ->(v) { v.is_a?(Array) }
+      "tags" => ->(v) { v.is_a?(Array) },
+      "expires_in" => ->(v) { Expiry.valid?(v) }
     }.freeze
 
     @options_generation = 0

@@ -37,7 +37,7 @@ const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// Bytes of waiting records that make the writer go at once.
 const WAKE_AT: usize = 1 << 20;
 /// A job event's message, by its index in the record.
-const MESSAGES: [&str; 3] = ["start", "done", "fail"];
+const MESSAGES: [&str; 4] = ["start", "done", "fail", "expired"];
 /// `elapsed` in a record that has none (`start`).
 const NO_ELAPSED: u64 = u64::MAX;
 
@@ -458,7 +458,12 @@ impl JobLines {
         self.end(raw, elapsed, 2);
     }
 
-    /// Records `done` or `fail`: a few bytes when the writer knows the job from its `start`, else
+    /// The job was dropped unrun: its `expires_at` had passed when it was to start.
+    pub fn expired(&self, raw: &[u8], elapsed: Duration) {
+        self.end(raw, elapsed, 3);
+    }
+
+    /// Records `done`, `fail` or `expired`: a few bytes when the writer knows the job from its `start`, else
     /// the job's bytes too.
     fn end(&self, raw: &[u8], elapsed: Duration, message: u8) {
         let started = self.started.replace(false);

@@ -150,6 +150,11 @@ impl Keys {
         self.key("jq:metrics")
     }
 
+    /// STRING: jobs dropped unrun because their `expires_at` had passed (`expires_in`), in all.
+    pub fn stat_expired(&self) -> String {
+        self.key("jq:stat:expired")
+    }
+
     /// STRING holding the identity of the process that currently runs the scheduler.
     pub fn scheduler_lock(&self) -> String {
         self.key("jq:scheduler:leader")

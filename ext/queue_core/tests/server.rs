@@ -246,6 +246,7 @@ fn stats_report_what_redis_holds() {
         api::Stats {
             processed: 0,
             failed: 0,
+            expired: 0,
             scheduled_size: 1,
             retry_size: 0,
             dead_size: 0,

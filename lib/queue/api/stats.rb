@@ -10,7 +10,7 @@ module JobQueue
       @stats = API.engine.stats
     end
 
-    %w[processed failed scheduled_size retry_size dead_size enqueued processes_size workers_size
+    %w[processed failed expired scheduled_size retry_size dead_size enqueued processes_size workers_size
       default_queue_latency].each do |stat|
       define_method(stat) { @stats.fetch(stat) }
     end

@@ -287,6 +287,7 @@ impl Engine {
         hash.aset("dead_size", stats.dead_size)?;
         hash.aset("processes_size", stats.processes_size)?;
         hash.aset("workers_size", stats.workers_size)?;
+        hash.aset("expired", stats.expired)?;
         hash.aset("enqueued", stats.enqueued)?;
         hash.aset("default_queue_latency", stats.default_queue_latency)?;
         let queues = ruby.hash_new();

@@ -6,7 +6,8 @@
 //! ordinary jobs: the write is a few microseconds; released for large ones, whose bytes may have to
 //! wait for socket space); `fail` files the job under
 //! Sidekiq's retry rules (the worker's own `retry` option included) and returns `[fate, job_json]`;
-//! `bury` sends unreadable job data to the dead set; `close` writes acks and puts prefetched jobs back.
+//! `expired` acknowledges a job dropped unrun (its `expires_at` past) as `done` does; `bury` sends
+//! unreadable job data to the dead set; `close` writes acks and puts prefetched jobs back.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -70,6 +71,20 @@ impl Fetcher {
         let inner = &self.inner;
         blocking(move || {
             inner.lock().unwrap_or_else(|p| p.into_inner()).done();
+            Ok(())
+        })
+    }
+
+    /// The running job was dropped unrun, its `expires_at` past: acknowledged as `done` does (the
+    /// same write, GVL held), logged and counted as expired.
+    fn expired(&self) -> Result<(), Error> {
+        if self.lock().running_len() <= DONE_WITH_GVL_MAX {
+            self.lock().expired();
+            return Ok(());
+        }
+        let inner = &self.inner;
+        blocking(move || {
+            inner.lock().unwrap_or_else(|p| p.into_inner()).expired();
             Ok(())
         })
     }
@@ -195,6 +210,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.undef_default_alloc_func();
     class.define_method("next", magnus::method!(Fetcher::next, 1))?;
     class.define_method("done", magnus::method!(Fetcher::done, 0))?;
+    class.define_method("expired", magnus::method!(Fetcher::expired, 0))?;
     class.define_method("fail", magnus::method!(Fetcher::fail, 5))?;
     class.define_method("bury", magnus::method!(Fetcher::bury, 0))?;
     class.define_method("dedup", magnus::method!(Fetcher::dedup, 6))?;

@@ -10,6 +10,8 @@ use crate::job::Job;
 pub struct Stats {
     pub processed: i64,
     pub failed: i64,
+    /// Jobs dropped unrun because their `expires_in` ran out (`jq:stat:expired`; not Sidekiq's).
+    pub expired: i64,
     pub scheduled_size: i64,
     pub retry_size: i64,
     pub dead_size: i64,
@@ -47,6 +49,7 @@ pub async fn stats(conn: &mut Conn) -> Result<Stats> {
     for identity in &processes {
         pipe.cmd("HGET").arg(keys.process(identity)).arg("busy");
     }
+    pipe.cmd("GET").arg(keys.stat_expired());
     let replies: Vec<redis::Value> = conn.pipe(&pipe).await?;
     let ints: Vec<i64> = replies.iter().map(as_int).collect();
     let at = |i: usize| ints.get(i).copied().unwrap_or(0);
@@ -55,11 +58,16 @@ pub async fn stats(conn: &mut Conn) -> Result<Stats> {
         _ => None,
     };
     let lengths = ints.get(7..7 + names.len()).unwrap_or_default().to_vec();
-    let workers_size = ints.get(7 + names.len()..).unwrap_or_default().iter().sum();
+    let workers_size = ints
+        .get(7 + names.len()..7 + names.len() + processes.len())
+        .unwrap_or_default()
+        .iter()
+        .sum();
     let queues: Vec<(String, i64)> = names.into_iter().zip(lengths).collect();
     Ok(Stats {
         processed: at(0),
         failed: at(1),
+        expired: ints.last().copied().unwrap_or(0),
         scheduled_size: at(2),
         retry_size: at(3),
         dead_size: at(4),

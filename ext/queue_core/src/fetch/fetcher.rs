@@ -225,6 +225,26 @@ impl Fetcher {
             lock(&self.tally).record(unit.index, &unit.raw, elapsed, true);
         }
         self.uncounted += 1;
+        self.acknowledge(unit);
+    }
+
+    /// The running job was not run: its `expires_at` had passed (`expires_in`). It is acknowledged
+    /// as `done` acknowledges (its idempotency key released likewise), logged `expired` and counted
+    /// as expired: not processed, and not timed for the batch pace.
+    pub fn expired(&mut self) {
+        let Some((unit, _)) = lock(&self.slot).current.take() else {
+            return;
+        };
+        if let Some(started) = self.started.take() {
+            self.lines.expired(&unit.raw, started.elapsed());
+        }
+        lock(&self.tally).record_expired(unit.index, &unit.raw);
+        self.acknowledge(unit);
+    }
+
+    /// Writes the acknowledgement of a finished `unit`: a bare `LREM`, or the release script when
+    /// the job's idempotency key is released with its end.
+    fn acknowledge(&mut self, unit: Unit) {
         // A released key admits the next push of its job, so it goes out now. A bare ack only
         // confirms what this thread did, and may wait for the thread's next call.
         let (packet, due) = match self.release.take() {

@@ -92,6 +92,13 @@ impl Collector for Snapshot {
             "Pushes dropped as duplicates of a job holding their idempotency key, by class and queue.",
             |c| c.dropped,
         )?;
+        per_class(
+            e,
+            self,
+            "jobs_expired",
+            "Jobs dropped unrun because their expires_in ran out before they could start, by class and queue.",
+            |c| c.expired,
+        )?;
         {
             let mut family = e.encode_descriptor(
                 "queue_size",

@@ -1,7 +1,7 @@
 //! Fields of the `jq:metrics` hash: `<kind>:<queue length>:<queue>:<class>`.
 //!
 //! Kinds: `p` processed, `f` failed, `s` the sum of durations (seconds, a float), `d` dropped by
-//! deduplication, and `b<le>` one histogram bucket — the jobs whose duration was at most `le` and
+//! deduplication, `x` expired (dropped unrun past `expires_at`), and `b<le>` one histogram bucket — the jobs whose duration was at most `le` and
 //! above the previous bound (`b+Inf` for the rest), *not* cumulative, so every process adds to it
 //! alone. A bucket is named by its bound, not its index, so a version with other bounds adds new
 //! fields instead of miscounting old ones. The queue is length-prefixed so neither a queue nor a
@@ -14,6 +14,7 @@ pub enum Kind {
     Failed,
     Sum,
     Dropped,
+    Expired,
     /// Upper bound of a bucket (`f64::INFINITY` for `+Inf`).
     Bucket(f64),
 }
@@ -25,6 +26,7 @@ pub fn name(kind: Kind, queue: &str, class: &str) -> String {
         Kind::Failed => "f".to_owned(),
         Kind::Sum => "s".to_owned(),
         Kind::Dropped => "d".to_owned(),
+        Kind::Expired => "x".to_owned(),
         Kind::Bucket(le) if le.is_infinite() => "b+Inf".to_owned(),
         Kind::Bucket(le) => format!("b{le}"),
     };
@@ -39,6 +41,7 @@ pub fn parse(field: &str) -> Option<(Kind, &str, &str)> {
         "f" => Kind::Failed,
         "s" => Kind::Sum,
         "d" => Kind::Dropped,
+        "x" => Kind::Expired,
         "b+Inf" => Kind::Bucket(f64::INFINITY),
         bucket => {
             let le: f64 = bucket.strip_prefix('b')?.parse().ok()?;
@@ -66,6 +69,7 @@ mod tests {
             Kind::Failed,
             Kind::Sum,
             Kind::Dropped,
+            Kind::Expired,
             Kind::Bucket(0.005),
             Kind::Bucket(300.0),
             Kind::Bucket(f64::INFINITY),
@@ -75,11 +79,12 @@ mod tests {
         }
         assert_eq!(name(Kind::Bucket(1.0), "q", "C"), "b1:1:q:C");
         assert_eq!(name(Kind::Dropped, "default", "W"), "d:7:default:W");
+        assert_eq!(name(Kind::Expired, "default", "W"), "x:7:default:W");
     }
 
     #[test]
     fn foreign_fields_are_ignored() {
-        assert_eq!(parse("x:1:q:C"), None);
+        assert_eq!(parse("z:1:q:C"), None);
         assert_eq!(parse("p:9:q:C"), None);
         assert_eq!(parse("bNaN:1:q:C"), None);
         assert_eq!(parse("p:1:qC"), None);

@@ -1,5 +1,6 @@
 //! Adds a process's counts to the cluster-wide hash: one `MULTI` of `HINCRBY` (and `HINCRBYFLOAT`
-//! for the duration sums), O(classes × queues × buckets) fields, whatever the number of jobs.
+//! for the duration sums), O(classes × queues × buckets) fields, whatever the number of jobs; and
+//! the expired jobs' total to `jq:stat:expired`, beside Sidekiq's `stat:processed`.
 //!
 //! Called with every liveness beat (3 s) and once more when the server stops, after its processors
 //! finished. A flush that fails keeps its counts for the next one; one whose reply was lost after
@@ -36,6 +37,7 @@ pub fn pipeline(keys: &Keys, queues: &[String], tally: &Tally) -> Option<redis::
         };
         incr(Kind::Processed, s.processed);
         incr(Kind::Failed, s.failed);
+        incr(Kind::Expired, s.expired);
         for (i, &n) in s.buckets.iter().enumerate() {
             incr(
                 Kind::Bucket(BUCKETS.get(i).copied().unwrap_or(f64::INFINITY)),
@@ -46,6 +48,13 @@ pub fn pipeline(keys: &Keys, queues: &[String], tally: &Tally) -> Option<redis::
             .arg(&hash)
             .arg(field::name(Kind::Sum, queue, class))
             .arg(s.sum)
+            .ignore();
+    }
+    let expired = tally.expired();
+    if expired > 0 {
+        pipe.cmd("INCRBY")
+            .arg(keys.stat_expired())
+            .arg(expired)
             .ignore();
     }
     Some(pipe)

@@ -31,6 +31,7 @@ pub struct Counted {
     pub processed: u64,
     pub failed: u64,
     pub dropped: u64,
+    pub expired: u64,
     pub sum: f64,
     /// `(upper bound, jobs in that bucket alone)`, by bound; `+Inf` last when present.
     pub buckets: Vec<(f64, u64)>,
@@ -159,6 +160,7 @@ pub fn counted(fields: &[(String, String)]) -> BTreeMap<(String, String), Counte
             Kind::Processed => c.processed += int(),
             Kind::Failed => c.failed += int(),
             Kind::Dropped => c.dropped += int(),
+            Kind::Expired => c.expired += int(),
             Kind::Sum => c.sum += value.parse::<f64>().unwrap_or(0.0),
             Kind::Bucket(le) => c.buckets.push((le, int())),
         }

@@ -2,7 +2,7 @@
 //!
 //! Each fetcher records into a [`Tally`] of its own (behind a lock only the flush ever shares), per
 //! queue (by its index in the process's queue order) and class: processed or failed, and the
-//! duration in a fixed-bucket histogram. The class is read from the job's top-level keys in one pass
+//! duration in a fixed-bucket histogram; and expired, for jobs dropped unrun (`expires_at`). The class is read from the job's top-level keys in one pass
 //! over its bytes, without parsing it (`wrapped` when present, as ActiveJob jobs carry the real class
 //! there, else `class`).
 
@@ -24,6 +24,8 @@ pub const BUCKETS: [f64; 14] = [
 pub struct Series {
     pub processed: u64,
     pub failed: u64,
+    /// Dropped unrun because their `expires_at` had passed (not in the histogram).
+    pub expired: u64,
     /// Seconds, summed.
     pub sum: f64,
     /// Per bucket, not cumulative; the last is `+Inf`.
@@ -47,12 +49,13 @@ impl Series {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.processed == 0 && self.failed == 0
+        self.processed == 0 && self.failed == 0 && self.expired == 0
     }
 
     fn add(&mut self, other: &Series) {
         self.processed += other.processed;
         self.failed += other.failed;
+        self.expired += other.expired;
         self.sum += other.sum;
         for (a, b) in self.buckets.iter_mut().zip(other.buckets) {
             *a += b;
@@ -81,6 +84,16 @@ impl Tally {
                 .or_default()
                 .observe(elapsed, ok),
         }
+    }
+
+    /// Records one job of `raw` on queue `index` dropped unrun because it expired.
+    pub fn record_expired(&mut self, index: usize, raw: &[u8]) {
+        self.entry(index, &job_class(raw)).expired += 1;
+    }
+
+    /// Jobs counted as expired, over every series.
+    pub fn expired(&self) -> u64 {
+        self.series().map(|(_, _, s)| s.expired).sum()
     }
 
     /// Moves the counts out, leaving zeros (the classes stay, so the next jobs allocate nothing).
@@ -246,6 +259,30 @@ mod tests {
         assert_eq!(s.buckets[4], 1, "70 ms is in (0.05, 0.1]");
         assert_eq!(s.buckets[BUCKETS.len()], 1, "400 s is +Inf");
         assert!((s.sum - 400.078).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_expired_job_is_counted_apart_and_untimed() {
+        let mut t = Tally::default();
+        t.record_expired(2, br#"{"class":"W","expires_at":1.5}"#);
+        t.record_expired(2, br#"{"class":"W"}"#);
+        let all: Vec<_> = t.series().collect();
+        assert_eq!(all.len(), 1, "an expired-only series is not empty");
+        let (index, class, s) = all[0];
+        assert_eq!(
+            (index, class, s.expired, s.processed, s.failed),
+            (2, "W", 2, 0, 0)
+        );
+        assert_eq!(
+            s.buckets.iter().sum::<u64>(),
+            0,
+            "never ran, so never timed"
+        );
+        assert_eq!(t.expired(), 2);
+        let mut merged = Tally::default();
+        merged.merge(&t.take());
+        assert_eq!(merged.expired(), 2);
+        assert!(t.is_empty());
     }
 
     #[test]
