@@ -8,7 +8,8 @@ require_relative "../apps/style_guide_examples"
 # contexts, and a worker's loggable arguments. The app's workers the fragments name are those of
 # GitLab's style guide (spec/apps/style_guide_examples.rb); the projects and diffs are defined here.
 RSpec.describe "README: GitLab-style workers" do
-  let(:blocks) { Readme.blocks("## GitLab-style workers", count: 4) }
+  # The fifth block, under "### Routing rules", is spec/api/readme_routing_spec.rb's.
+  let(:blocks) { Readme.blocks("## GitLab-style workers", count: 5) }
   let(:projects) { [StyleGuideProject.new(1, "group/one"), StyleGuideProject.new(2, "other/two")] }
 
   def jobs_of(worker)
