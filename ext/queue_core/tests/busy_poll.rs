@@ -7,8 +7,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use queue_core::blocking::{Due, SyncConn};
-use queue_core::busy_poll::PollCounts;
+use queue_core::link::blocking::{Due, SyncConn};
+use queue_core::link::busy_poll::PollCounts;
 use queue_core::{client, Redis, RedisConfig};
 
 use support::*;

@@ -10,7 +10,7 @@ use std::os::fd::{BorrowedFd, RawFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use queue_core::blocking::{BlockingConn, Due, SyncConn};
+use queue_core::link::blocking::{BlockingConn, Due, SyncConn};
 
 use support::*;
 

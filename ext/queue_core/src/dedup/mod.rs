@@ -304,7 +304,7 @@ struct Peek<'a> {
     class: Option<Cow<'a, str>>,
 }
 
-/// The bytes of `cmd` for a write whose reply is not read ([`crate::blocking::SyncConn`] switches the
+/// The bytes of `cmd` for a write whose reply is not read ([`crate::link::blocking::SyncConn`] switches the
 /// connection's replies off first: `reply_mode.rs`).
 pub fn unreplied(cmd: &redis::Cmd) -> Vec<u8> {
     cmd.get_packed_command()

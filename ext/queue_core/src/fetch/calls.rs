@@ -2,15 +2,15 @@
 //! work), acknowledge a finished job, claim a batch whose reply was lost, put jobs back.
 //!
 //! Each call is built here once and sent on whichever connection the caller has: a fetcher's
-//! synchronous one ([`crate::blocking::SyncConn`]) or a background task's async [`Conn`].
+//! synchronous one ([`crate::link::blocking::SyncConn`]) or a background task's async [`Conn`].
 
 use redis::{ScriptInvocation, Value};
 
-use crate::blocking::SyncConn;
 use crate::clock::utc_date;
-use crate::connection::Conn;
 use crate::error::{Error, Result};
 use crate::keys::{Keys, STATS_TTL_SECS};
+use crate::link::blocking::SyncConn;
+use crate::link::connection::Conn;
 use crate::scripts;
 
 use super::{FetchShared, Unit};
