@@ -1,6 +1,7 @@
 //! Over TCP: Nagle's algorithm is off on every connection, and a fetcher's unreplied writes wait in
-//! the kernel for the connection's next round trip (`tcp_socket`) — Redis reads them in one event —
-//! and still reach Redis when the process is killed. Against a real Redis on a free local port.
+//! the kernel for the connection's next round trip (`link::tcp_socket`) — Redis reads them in one
+//! event — and still reach Redis when the process is killed. Against a real Redis on a free local
+//! port.
 
 mod support;
 

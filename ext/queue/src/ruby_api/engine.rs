@@ -328,8 +328,8 @@ impl Engine {
     }
 
     /// `poll_counts`: what this thread's client connection's polling for replies has done so far
-    /// (`busy_poll`), `{"hits" =>, "misses" =>, "skipped" =>}`; nil when it does not poll (turned
-    /// off, not plain TCP, not dialled yet).
+    /// (`link::busy_poll`), `{"hits" =>, "misses" =>, "skipped" =>}`; nil when it does not poll
+    /// (turned off, not plain TCP, not dialled yet).
     fn poll_counts(ruby: &Ruby, rb_self: &Self) -> Result<Option<RHash>, Error> {
         let (redis, id) = (&rb_self.redis, rb_self.id);
         let Some(counts) =

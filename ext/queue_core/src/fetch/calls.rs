@@ -91,8 +91,8 @@ pub fn fetched_units(
 }
 
 /// The bytes that acknowledge a finished job: `LREM` from its working list, written without reading a
-/// reply (the fetcher's connection switches replies off: `reply_mode.rs`), so the fetcher writes it
-/// and goes on without waiting. Redis runs it before anything the fetcher sends later on the same
+/// reply (the fetcher's connection switches replies off: `link/reply_mode.rs`), so the fetcher writes
+/// it and goes on without waiting. Redis runs it before anything the fetcher sends later on the same
 /// connection.
 pub fn ack_command(unit: &Unit) -> Vec<u8> {
     redis::cmd("LREM")

@@ -1,4 +1,5 @@
-//! Connections to Redis.
+//! The configured Redis server, which dials every connection to it (async, and the plain sockets
+//! under [`super::blocking::SyncConn`]), and the async connection that redials by itself.
 //!
 //! [`Redis`] is the configured server (URL, namespace, timeouts), cheap to clone and shared by
 //! everything in a process. [`Conn`] is one connection that reconnects by itself: a command that fails
