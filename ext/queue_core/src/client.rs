@@ -7,11 +7,11 @@
 //! [`Conn`] or on a [`SyncConn`]: [`push_sync`] and [`schedule_sync`] are exactly what the Ruby
 //! client's `perform_async` and `perform_in` run, on the calling thread's connection.
 
-use crate::blocking::SyncConn;
 use crate::clock::float_string;
-use crate::connection::Conn;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
+use crate::link::blocking::SyncConn;
+use crate::link::connection::Conn;
 
 /// The commands of an immediate push: the queue name into `queues`, the jobs onto its list (in the
 /// order given, so the first runs first). One round trip on either kind of connection.

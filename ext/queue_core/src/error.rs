@@ -6,7 +6,7 @@
 
 use thiserror::Error as ThisError;
 
-use crate::connect_error::ConnectError;
+use crate::link::connect_error::ConnectError;
 
 #[derive(Debug, ThisError)]
 pub enum Error {

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::clock::{float_string, now_f64};
-use crate::connection::Conn;
 use crate::error::Result;
 use crate::fetch::FetchShared;
+use crate::link::connection::Conn;
 
 /// Sidekiq 6.x beats every 5 seconds.
 pub const INTERVAL: Duration = Duration::from_secs(5);

@@ -11,15 +11,12 @@
 //! and puts their work back; [`scheduler`] moves due jobs; [`heartbeat`] publishes the process;
 //! [`server`] runs all of it for one process, and [`supervisor`] reports it to systemd over [`notify`];
 //! [`api`] reads and administers (the inspection API); [`metrics`] counts and exposes Prometheus
-//! metrics; [`migrate`] renames a queue.
+//! metrics; [`migrate`] renames a queue. How all of it reaches Redis (connections, dialling, waiting
+//! on replies) is the room [`link`].
 
 pub mod api;
-pub mod blocking;
-pub mod busy_poll;
 pub mod client;
 pub mod clock;
-pub mod connect_error;
-pub mod connection;
 pub mod dedup;
 pub mod error;
 pub mod fetch;
@@ -28,21 +25,19 @@ pub mod job;
 mod job_json;
 pub mod job_lines;
 pub mod keys;
+pub mod link;
 pub mod liveness;
 pub mod metrics;
 pub mod migrate;
 pub mod notify;
 pub mod ordered;
-pub mod reply_mode;
 pub mod retry;
 pub mod scheduler;
 pub mod scripts;
 pub mod server;
 pub mod settle;
 pub mod supervisor;
-mod tcp_socket;
-pub mod tls_probe;
 
-pub use connect_error::{ConnectError, ConnectErrorKind};
-pub use connection::{Redis, RedisConfig};
 pub use error::{Error, Result};
+pub use link::connect_error::{ConnectError, ConnectErrorKind};
+pub use link::connection::{Redis, RedisConfig};

@@ -13,10 +13,10 @@
 
 use std::time::Duration;
 
-use crate::connection::Conn;
 use crate::error::Result;
 use crate::fetch::FetchShared;
 use crate::keys::Keys;
+use crate::link::connection::Conn;
 use crate::scripts;
 
 pub const BEAT_INTERVAL: Duration = Duration::from_secs(3);

@@ -24,9 +24,9 @@ use redis::Value as RedisValue;
 use serde_json::Value;
 
 use crate::client::check_queue_name;
-use crate::connection::Conn;
 use crate::error::{Error, Result};
 use crate::job::Job;
+use crate::link::connection::Conn;
 use crate::scripts;
 
 /// Jobs (or keys) per script call, and per read.

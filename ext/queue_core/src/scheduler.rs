@@ -24,9 +24,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::clock::{float_string, now_f64};
-use crate::connection::Conn;
 use crate::error::{Error, Result};
 use crate::job::Job;
+use crate::link::connection::Conn;
 use crate::retry;
 use crate::scripts;
 

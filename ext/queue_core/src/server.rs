@@ -21,9 +21,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::connection::{Conn, Redis};
 use crate::error::{Error, Result};
 use crate::fetch::{calls, idle, FetchShared, Fetcher, QueueOrder};
+use crate::link::connection::{Conn, Redis};
 use crate::supervisor::Supervisor;
 use crate::{heartbeat, liveness, metrics, scheduler};
 

@@ -6,14 +6,14 @@ mod support;
 
 use queue_core::api::sets::{self, Action, JobSet};
 use queue_core::api::{processes, queues, stats};
-use queue_core::blocking::BlockingConn;
 use queue_core::client;
+use queue_core::link::blocking::BlockingConn;
 
 use support::*;
 
 fn run<T>(
     t: &TestRedis,
-    op: impl AsyncFnOnce(&mut queue_core::connection::Conn) -> queue_core::Result<T>,
+    op: impl AsyncFnOnce(&mut queue_core::link::connection::Conn) -> queue_core::Result<T>,
 ) -> queue_core::Result<T> {
     BlockingConn::new(&t.redis()).expect("connection").run(op)
 }

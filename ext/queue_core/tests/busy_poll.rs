@@ -1,14 +1,14 @@
 //! A client's connection polls its socket for each reply for a moment before it sleeps
-//! (`busy_poll`), over plain TCP; a reply slower than the limit makes it back off. Against a real
-//! Redis: every call still reads its own reply, whatever the connection's reply mode, and the
+//! (`link::busy_poll`), over plain TCP; a reply slower than the limit makes it back off. Against a
+//! real Redis: every call still reads its own reply, whatever the connection's reply mode, and the
 //! polling's counts say what it did.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
-use queue_core::blocking::{Due, SyncConn};
-use queue_core::busy_poll::PollCounts;
+use queue_core::link::blocking::{Due, SyncConn};
+use queue_core::link::busy_poll::PollCounts;
 use queue_core::{client, Redis, RedisConfig};
 
 use support::*;

@@ -3,7 +3,7 @@
 
 mod support;
 
-use queue_core::blocking::SyncConn;
+use queue_core::link::blocking::SyncConn;
 use queue_core::{client, Error};
 
 use support::*;

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use queue_core::blocking::{BlockingConn, SyncConn};
+use queue_core::link::blocking::{BlockingConn, SyncConn};
 use queue_core::{ConnectErrorKind, Error, Redis, RedisConfig};
 
 const REDIS_SERVER: &str = "/usr/bin/redis-server";

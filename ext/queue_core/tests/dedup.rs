@@ -6,9 +6,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use queue_core::blocking::SyncConn;
 use queue_core::dedup::{self, DedupJob, FlagCheck, Outcome, PushOptions, Release};
 use queue_core::fetch::Fetcher;
+use queue_core::link::blocking::SyncConn;
 use queue_core::retry::{Failure, RetryIn};
 use queue_core::server::Server;
 use serde_json::Value;

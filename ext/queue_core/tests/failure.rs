@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use queue_core::blocking::BlockingConn;
 use queue_core::fetch::Fetcher;
+use queue_core::link::blocking::BlockingConn;
 use queue_core::retry::{Failure, Fate, RetryIn};
 use queue_core::server::Server;
 use queue_core::{client, scheduler, Redis};

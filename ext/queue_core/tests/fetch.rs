@@ -6,9 +6,9 @@ mod support;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use queue_core::blocking::BlockingConn;
 use queue_core::client;
 use queue_core::fetch::{idle, pace, Fetcher};
+use queue_core::link::blocking::BlockingConn;
 use queue_core::server::Server;
 use queue_core::Redis;
 

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use queue_core::blocking::BlockingConn;
 use queue_core::client;
+use queue_core::link::blocking::BlockingConn;
 use queue_core::server::Server;
 use queue_core::{Redis, RedisConfig};
 

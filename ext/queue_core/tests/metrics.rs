@@ -7,10 +7,10 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use queue_core::blocking::{BlockingConn, SyncConn};
 use queue_core::clock::now_f64;
 use queue_core::dedup::{self, DedupJob, FlagCheck, PushOptions};
 use queue_core::fetch::Fetcher;
+use queue_core::link::blocking::{BlockingConn, SyncConn};
 use queue_core::metrics::{self, OrderedWorker};
 use queue_core::ordered::OrderedQueue;
 use queue_core::retry::{Failure, RetryIn};

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use queue_core::blocking::BlockingConn;
 use queue_core::client;
+use queue_core::link::blocking::BlockingConn;
 use queue_core::migrate::{self, Migrated};
 use queue_core::server::Server;
 use queue_core::{Error, Redis};

@@ -5,9 +5,9 @@ mod support;
 
 use std::time::Duration;
 
-use queue_core::blocking::BlockingConn;
 use queue_core::clock::now_f64;
 use queue_core::fetch::{FetchShared, Fetcher, QueueOrder};
+use queue_core::link::blocking::BlockingConn;
 use queue_core::liveness;
 use queue_core::retry::{Failure, RetryIn};
 use queue_core::server::Server;

@@ -7,7 +7,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 
-use queue_core::blocking::SyncConn;
+use queue_core::link::blocking::SyncConn;
 use queue_core::ordered::fetch::{Batch, OrderedFetcher, Scheduler, MAX_PREFETCH};
 use queue_core::ordered::lease::{Ownership, Splitter};
 use queue_core::ordered::morgue::{self, MorgueOrder};

@@ -6,7 +6,7 @@
 
 mod support;
 
-use queue_core::blocking::SyncConn;
+use queue_core::link::blocking::SyncConn;
 use queue_core::ordered::fetch::{OrderedFetcher, Scheduler};
 use queue_core::ordered::lease::{Ownership, Splitter};
 use queue_core::ordered::push::{push, NewJob};

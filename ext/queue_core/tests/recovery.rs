@@ -5,9 +5,9 @@ mod support;
 
 use std::time::Duration;
 
-use queue_core::blocking::BlockingConn;
 use queue_core::client;
 use queue_core::fetch::{FetchShared, Fetcher, QueueOrder};
+use queue_core::link::blocking::BlockingConn;
 use queue_core::liveness;
 use queue_core::server::Server;
 use queue_core::Redis;

@@ -4,7 +4,7 @@
 
 mod support;
 
-use queue_core::blocking::{Due, SyncConn};
+use queue_core::link::blocking::{Due, SyncConn};
 use redis::Script;
 
 use support::*;

@@ -6,9 +6,9 @@ mod support;
 
 use std::time::Duration;
 
-use queue_core::blocking::BlockingConn;
 use queue_core::client;
 use queue_core::clock::now_f64;
+use queue_core::link::blocking::BlockingConn;
 use queue_core::scheduler::{self, Due};
 use queue_core::server::{Server, ServerConfig};
 

@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use queue_core::blocking::BlockingConn;
 use queue_core::fetch::{FetchShared, Fetcher, QueueOrder};
+use queue_core::link::blocking::BlockingConn;
 use queue_core::server::Server;
 use queue_core::{api, client, heartbeat, Redis};
 use serde_json::Value;

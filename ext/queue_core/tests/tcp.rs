@@ -1,6 +1,7 @@
 //! Over TCP: Nagle's algorithm is off on every connection, and a fetcher's unreplied writes wait in
-//! the kernel for the connection's next round trip (`tcp_socket`) — Redis reads them in one event —
-//! and still reach Redis when the process is killed. Against a real Redis on a free local port.
+//! the kernel for the connection's next round trip (`link::tcp_socket`) — Redis reads them in one
+//! event — and still reach Redis when the process is killed. Against a real Redis on a free local
+//! port.
 
 mod support;
 
@@ -10,7 +11,7 @@ use std::os::fd::{BorrowedFd, RawFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use queue_core::blocking::{BlockingConn, Due, SyncConn};
+use queue_core::link::blocking::{BlockingConn, Due, SyncConn};
 
 use support::*;
 

@@ -7,8 +7,8 @@ mod support;
 use std::collections::BTreeSet;
 
 use queue_core::api::dedup;
-use queue_core::blocking::{BlockingConn, SyncConn};
 use queue_core::dedup::{digest, DedupJob, FlagCheck, PushOptions};
+use queue_core::link::blocking::{BlockingConn, SyncConn};
 use queue_core::ordered::lease::{Ownership, Splitter};
 use queue_core::ordered::push::{push, NewJob};
 use queue_core::ordered::{shard_of, shards, OrderedQueue};
@@ -17,7 +17,7 @@ use support::*;
 
 fn run<T>(
     t: &TestRedis,
-    op: impl AsyncFnOnce(&mut queue_core::connection::Conn) -> queue_core::Result<T>,
+    op: impl AsyncFnOnce(&mut queue_core::link::connection::Conn) -> queue_core::Result<T>,
 ) -> queue_core::Result<T> {
     BlockingConn::new(&t.redis()).expect("connection").run(op)
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::LocalKey;
 
 use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby};
-use queue_core::blocking::{BlockingConn, SyncConn};
+use queue_core::link::blocking::{BlockingConn, SyncConn};
 use queue_core::server::ServerConfig;
 use queue_core::{api, client, dedup, migrate, Redis, RedisConfig};
 
@@ -82,7 +82,7 @@ fn on_thread<C: PerThread, T>(
 pub(super) fn with_conn<T>(
     redis: &Redis,
     id: u64,
-    op: impl AsyncFnOnce(&mut queue_core::connection::Conn) -> queue_core::Result<T>,
+    op: impl AsyncFnOnce(&mut queue_core::link::connection::Conn) -> queue_core::Result<T>,
 ) -> queue_core::Result<T> {
     on_thread(&CONNS, id, || BlockingConn::new(redis), |c| c.run(op))
 }
@@ -329,8 +329,8 @@ impl Engine {
     }
 
     /// `poll_counts`: what this thread's client connection's polling for replies has done so far
-    /// (`busy_poll`), `{"hits" =>, "misses" =>, "skipped" =>}`; nil when it does not poll (turned
-    /// off, not plain TCP, not dialled yet).
+    /// (`link::busy_poll`), `{"hits" =>, "misses" =>, "skipped" =>}`; nil when it does not poll
+    /// (turned off, not plain TCP, not dialled yet).
     fn poll_counts(ruby: &Ruby, rb_self: &Self) -> Result<Option<RHash>, Error> {
         let (redis, id) = (&rb_self.redis, rb_self.id);
         let Some(counts) =

@@ -35,7 +35,7 @@ fn filtered_to_ruby(ruby: &Ruby, f: &Filtered) -> Result<RArray, Error> {
 impl Engine {
     fn run<T: Send>(
         &self,
-        op: impl AsyncFnOnce(&mut queue_core::connection::Conn) -> queue_core::Result<T> + Send,
+        op: impl AsyncFnOnce(&mut queue_core::link::connection::Conn) -> queue_core::Result<T> + Send,
     ) -> Result<T, Error> {
         let (redis, id) = (&self.redis, self.id);
         blocking(move || with_conn(redis, id, op))

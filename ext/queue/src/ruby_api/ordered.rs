@@ -14,7 +14,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
-use queue_core::blocking::SyncConn;
+use queue_core::link::blocking::SyncConn;
 use queue_core::ordered::fetch::{Batch, OrderedFetcher as CoreFetcher, Scheduler};
 use queue_core::ordered::lease::{Ownership, Splitter};
 use queue_core::ordered::morgue::{self, MorgueOrder};

@@ -7,9 +7,9 @@
 //! Its cost is bounded by `n`, never by the number of keys held; a step may find none and still
 //! return a cursor to continue from (0 once the walk is over), as `SCAN` does.
 
-use crate::connection::Conn;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
+use crate::link::connection::Conn;
 use crate::scripts;
 
 /// The largest `COUNT` a step may ask for.

@@ -40,7 +40,7 @@ impl FilterCall<'_> {
     /// One script call.
     pub(crate) async fn run(
         self,
-        conn: &mut crate::connection::Conn,
+        conn: &mut crate::link::connection::Conn,
     ) -> crate::error::Result<Filtered> {
         queues::check_window(self.window)?;
         let mut inv = crate::scripts::FILTER.prepare_invoke();

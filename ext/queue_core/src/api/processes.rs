@@ -2,8 +2,8 @@
 //! jobs it is running, pruning of entries whose hash expired, and signals (`quiet!`, `stop!`). Every
 //! call costs the number of processes, never the number of jobs.
 
-use crate::connection::Conn;
 use crate::error::{Error, Result};
+use crate::link::connection::Conn;
 
 /// One entry of the `processes` set, read from its hash.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -4,8 +4,8 @@
 
 use super::{FilterCall, Filtered};
 use crate::clock::now_f64;
-use crate::connection::Conn;
 use crate::error::{Error, Result};
+use crate::link::connection::Conn;
 
 /// Most entries one filter call reads.
 pub const MAX_WINDOW: usize = 10_000;

@@ -11,10 +11,10 @@ use serde_json::Value;
 use super::queues::check_page;
 use super::{as_float, FilterCall, Filtered};
 use crate::clock::{float_string, now_f64};
-use crate::connection::Conn;
 use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::keys::Keys;
+use crate::link::connection::Conn;
 use crate::{retry, scripts};
 
 /// Members moved per script call by the bulk actions.

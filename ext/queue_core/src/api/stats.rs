@@ -1,9 +1,9 @@
 //! Totals, as `Sidekiq::Stats` reports them, the daily history (`stat:processed:<date>`) and reset.
 
 use crate::clock::now_f64;
-use crate::connection::Conn;
 use crate::error::{Error, Result};
 use crate::job::Job;
+use crate::link::connection::Conn;
 
 /// Totals, as `Sidekiq::Stats` reports them.
 #[derive(Debug, Clone, Default, PartialEq)]

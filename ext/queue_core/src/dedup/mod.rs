@@ -304,8 +304,8 @@ struct Peek<'a> {
     class: Option<Cow<'a, str>>,
 }
 
-/// The bytes of `cmd` for a write whose reply is not read ([`crate::blocking::SyncConn`] switches the
-/// connection's replies off first: `reply_mode.rs`).
+/// The bytes of `cmd` for a write whose reply is not read ([`crate::link::blocking::SyncConn`]
+/// switches the connection's replies off first: `link/reply_mode.rs`).
 pub fn unreplied(cmd: &redis::Cmd) -> Vec<u8> {
     cmd.get_packed_command()
 }

@@ -11,12 +11,12 @@
 
 use redis::ScriptInvocation;
 
-use crate::blocking::SyncConn;
 use crate::client::check_queue_name;
 use crate::clock::{float_string, now_f64};
 use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::keys::Keys;
+use crate::link::blocking::SyncConn;
 use crate::metrics;
 use crate::scripts;
 

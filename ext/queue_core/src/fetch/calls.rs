@@ -2,15 +2,15 @@
 //! work), acknowledge a finished job, claim a batch whose reply was lost, put jobs back.
 //!
 //! Each call is built here once and sent on whichever connection the caller has: a fetcher's
-//! synchronous one ([`crate::blocking::SyncConn`]) or a background task's async [`Conn`].
+//! synchronous one ([`crate::link::blocking::SyncConn`]) or a background task's async [`Conn`].
 
 use redis::{ScriptInvocation, Value};
 
-use crate::blocking::SyncConn;
 use crate::clock::utc_date;
-use crate::connection::Conn;
 use crate::error::{Error, Result};
 use crate::keys::{Keys, STATS_TTL_SECS};
+use crate::link::blocking::SyncConn;
+use crate::link::connection::Conn;
 use crate::scripts;
 
 use super::{FetchShared, Unit};
@@ -91,8 +91,8 @@ pub fn fetched_units(
 }
 
 /// The bytes that acknowledge a finished job: `LREM` from its working list, written without reading a
-/// reply (the fetcher's connection switches replies off: `reply_mode.rs`), so the fetcher writes it
-/// and goes on without waiting. Redis runs it before anything the fetcher sends later on the same
+/// reply (the fetcher's connection switches replies off: `link/reply_mode.rs`), so the fetcher writes
+/// it and goes on without waiting. Redis runs it before anything the fetcher sends later on the same
 /// connection.
 pub fn ack_command(unit: &Unit) -> Vec<u8> {
     redis::cmd("LREM")

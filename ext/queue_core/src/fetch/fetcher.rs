@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
-use crate::blocking::{Due, SyncConn};
 use crate::clock::now_f64;
 use crate::dedup::{self, Release};
 use crate::error::{Error, Result};
 use crate::job_lines::JobLines;
+use crate::link::blocking::{Due, SyncConn};
 use crate::liveness;
 use crate::metrics::Tally;
 use crate::retry::{Failure, Fate};

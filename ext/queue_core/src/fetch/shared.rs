@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::connection::Redis;
+use crate::link::connection::Redis;
 use crate::metrics::Metrics;
 
 use super::{QueueOrder, Unit};

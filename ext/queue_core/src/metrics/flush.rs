@@ -7,9 +7,9 @@
 //! Redis ran it counts them twice (rare: the connection must break between the two). A `kill -9`
 //! loses what was counted since the last beat.
 
-use crate::connection::Conn;
 use crate::error::Result;
 use crate::keys::Keys;
+use crate::link::connection::Conn;
 
 use super::field::{self, Kind};
 use super::tally::{Metrics, Tally, BUCKETS};

@@ -25,8 +25,8 @@ pub use encode::{encode, CONTENT_TYPE};
 pub use scrape::{scrape, OrderedWorker, Snapshot};
 pub use tally::{Metrics, Tally, BUCKETS};
 
-use crate::blocking::SyncConn;
 use crate::error::Result;
+use crate::link::blocking::SyncConn;
 
 /// Scrapes and encodes: the whole `/metrics` answer.
 pub fn text(conn: &mut SyncConn, ordered: &[OrderedWorker]) -> Result<String> {

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 
 use crate::api::stats::{as_int, latency_of};
-use crate::blocking::SyncConn;
 use crate::clock::now_f64;
 use crate::error::Result;
+use crate::link::blocking::SyncConn;
 use crate::ordered::stats::{queue_stats, QueueStats};
 use crate::ordered::OrderedQueue;
 

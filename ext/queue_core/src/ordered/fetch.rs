@@ -18,9 +18,9 @@ use std::time::Instant;
 
 use redis::Value;
 
-use crate::blocking::SyncConn;
 use crate::error::{Error, Result};
 use crate::fetch::pace::Pace;
+use crate::link::blocking::SyncConn;
 
 use super::scripts::{FETCH, SETTLE_FETCH};
 use super::settle::{parse_settled, settle, settle_args, settle_args_len, Outcome, Settled};

@@ -31,8 +31,8 @@ use std::time::Duration;
 
 use redis::Value;
 
-use crate::blocking::SyncConn;
 use crate::error::{Error, Result};
+use crate::link::blocking::SyncConn;
 use crate::liveness::DEAD_AFTER;
 use crate::scripts;
 

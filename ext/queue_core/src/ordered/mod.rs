@@ -24,7 +24,7 @@
 //! so nothing here ever parses one. Every state change is one Lua script call (one round trip), so a
 //! fetch and a settle each cost one round trip whatever the batch size.
 //!
-//! What a binding calls (all synchronous, on the caller's [`crate::blocking::SyncConn`], so the Ruby
+//! What a binding calls (all synchronous, on the caller's [`crate::link::blocking::SyncConn`], so the Ruby
 //! side releases the GVL around them):
 //! - client: [`OrderedQueue::new`], [`push::push`] with [`push::NewJob`]s;
 //! - server: [`lease::Ownership::new`] per queue, [`runner::OrderedShards::start`] once per process

@@ -14,8 +14,8 @@
 
 use redis::Value;
 
-use crate::blocking::SyncConn;
 use crate::error::Result;
+use crate::link::blocking::SyncConn;
 
 use super::{reply_array, reply_f64, reply_payloads, reply_string, OrderedQueue, Payload};
 

@@ -1,9 +1,9 @@
 //! `perform_async` for ordered jobs: a bulk of jobs merged into the queue by one `ordered_push.lua`
 //! call, so a push of a thousand jobs is one round trip and applies entirely or not at all.
 
-use crate::blocking::SyncConn;
 use crate::clock::now_f64;
 use crate::error::{Error, Result};
+use crate::link::blocking::SyncConn;
 
 use super::scripts::PUSH;
 use super::{score_arg, OrderedQueue};

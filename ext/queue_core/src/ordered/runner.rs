@@ -12,9 +12,9 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::blocking::SyncConn;
-use crate::connection::Redis;
 use crate::error::{Error, Result};
+use crate::link::blocking::SyncConn;
+use crate::link::connection::Redis;
 use crate::liveness::BEAT_INTERVAL;
 
 use super::lease::Ownership;

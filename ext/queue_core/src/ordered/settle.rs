@@ -13,8 +13,8 @@
 
 use redis::Value;
 
-use crate::blocking::SyncConn;
 use crate::error::{Error, Result};
+use crate::link::blocking::SyncConn;
 
 use super::scripts::SETTLE;
 use super::{reply_array, reply_string, score_arg, OrderedQueue};

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use redis::Value;
 
-use crate::blocking::SyncConn;
 use crate::error::{Error, Result};
+use crate::link::blocking::SyncConn;
 use crate::liveness::DEAD_AFTER;
 
 use super::stats::lag;

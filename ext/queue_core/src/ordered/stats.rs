@@ -10,8 +10,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::blocking::SyncConn;
 use crate::error::Result;
+use crate::link::blocking::SyncConn;
 
 use super::OrderedQueue;
 

@@ -316,7 +316,7 @@ pub fn text(raw: &[u8]) -> String {
 /// them (an untimed queue is fetched one job at a time). Counts as one processed job.
 pub fn warm_up(redis: &Redis, fetcher: &mut queue_core::fetch::Fetcher, queue: &str) {
     let warm = job(queue, 0);
-    let mut bc = queue_core::blocking::BlockingConn::new(redis).expect("blocking connection");
+    let mut bc = queue_core::link::blocking::BlockingConn::new(redis).expect("blocking connection");
     bc.run(async |c| queue_core::client::push(c, queue, std::slice::from_ref(&warm)).await)
         .expect("push");
     let got = fetcher

@@ -19,7 +19,7 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::tcp_socket::TcpSocket;
+use super::tcp_socket::TcpSocket;
 
 /// Misses in a row after which the backoff stops growing: then 2^10 calls sleep between polls.
 const MAX_BACKOFF: u32 = 10;

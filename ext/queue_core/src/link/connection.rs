@@ -1,4 +1,5 @@
-//! Connections to Redis.
+//! The configured Redis server, which dials every connection to it (async, and the plain sockets
+//! under [`super::blocking::SyncConn`]), and the async connection that redials by itself.
 //!
 //! [`Redis`] is the configured server (URL, namespace, timeouts), cheap to clone and shared by
 //! everything in a process. [`Conn`] is one connection that reconnects by itself: a command that fails
@@ -19,9 +20,10 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, FromRedisValue, IntoConnectionInfo};
 
-use crate::connect_error::{mask, ConnectError, ConnectErrorKind};
 use crate::error::{Error, Result};
 use crate::keys::Keys;
+
+use super::connect_error::{mask, ConnectError, ConnectErrorKind};
 
 /// How long a command may wait for its reply. Long, because a timed-out command may still run on
 /// the server: a reply that is merely slow must not be mistaken for a failure.
@@ -80,7 +82,7 @@ struct RedisInner {
     client: redis::Client,
     keys: Keys,
     config: RedisConfig,
-    /// A `rediss://` port has answered a TLS handshake once (see [`crate::tls_probe`]).
+    /// A `rediss://` port has answered a TLS handshake once (see [`super::tls_probe`]).
     tls_answers: AtomicBool,
 }
 
@@ -198,7 +200,7 @@ impl Redis {
         if let redis::ConnectionAddr::TcpTls { host, port, .. } =
             self.inner.client.get_connection_info().addr()
         {
-            crate::tls_probe::check(host, *port, self.inner.config.connect_timeout).map_err(
+            super::tls_probe::check(host, *port, self.inner.config.connect_timeout).map_err(
                 |silent| {
                     Error::from(ConnectError::new(
                         ConnectErrorKind::Tls,

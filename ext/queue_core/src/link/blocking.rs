@@ -11,12 +11,13 @@
 
 use redis::{ConnectionLike, FromRedisValue};
 
-use crate::busy_poll::{BusyPoll, PollCounts};
-use crate::connection::{Conn, Redis};
 use crate::error::{Error, Result};
 use crate::keys::Keys;
-use crate::reply_mode::{self, Replies, SwitchOn};
-use crate::tcp_socket::TcpSocket;
+
+use super::busy_poll::{BusyPoll, PollCounts};
+use super::connection::{Conn, Redis};
+use super::reply_mode::{self, Replies, SwitchOn};
+use super::tcp_socket::TcpSocket;
 
 /// A synchronous connection that redials after it breaks. One per thread.
 ///

@@ -1,0 +1,44 @@
+//! How the engine reaches Redis: dialling, the connections themselves, and the ways a call waits on
+//! one. The rest of the engine (the job system at the crate's root) decides what to write; this
+//! room decides how the bytes get there and back. (It is called `link` because `redis` is the crate
+//! it drives, and `conn` the name of every connection variable.)
+//!
+//! The rooms:
+//! - [`connection`]: the configured server ([`Redis`], [`RedisConfig`]: URL, namespace, timeouts),
+//!   which dials every connection, and the async connection that redials by itself
+//!   ([`connection::Conn`]), which background tasks use and [`blocking::BlockingConn`] drives;
+//! - [`blocking`]: synchronous access on the caller's own thread — [`blocking::SyncConn`], one
+//!   plain connection per Ruby thread or fetcher, and [`blocking::BlockingConn`], which drives an
+//!   async operation on a current-thread runtime;
+//! - [`busy_poll`]: a client call polls its socket for the reply for a moment before it sleeps;
+//! - `tcp_socket`: the socket under a synchronous TCP connection — unreplied writes held in the
+//!   kernel until the next round trip (`MSG_MORE`), and the non-blocking look for a reply that
+//!   `busy_poll` makes;
+//! - [`reply_mode`]: replies switched off once per run of unreplied writes (`CLIENT REPLY OFF`,
+//!   then `ON`), not once per write;
+//! - [`tls_probe`]: whether a `rediss://` port answers a TLS handshake at all, before the first
+//!   synchronous dial (whose handshake has no timeout);
+//! - [`connect_error`]: why Redis could not be used at all ([`ConnectError`]), in words a user can
+//!   act on.
+//!
+//! Sentinel and shard code will live here too (finding the current primary through Sentinel,
+//! choosing which server a key is on): what changes where a connection goes, not what the engine
+//! writes on it. The shards of an ordered queue are not that: they are keys on one server, and
+//! belong to [`crate::ordered`].
+//!
+//! The crate's root re-exports the types a caller configures a process with and matches its errors
+//! on ([`Redis`], [`RedisConfig`], [`ConnectError`], [`ConnectErrorKind`]); everything else is
+//! named by its room here (`link::blocking::SyncConn`, `link::connection::Conn`).
+//!
+//! [`Redis`]: connection::Redis
+//! [`RedisConfig`]: connection::RedisConfig
+//! [`ConnectError`]: connect_error::ConnectError
+//! [`ConnectErrorKind`]: connect_error::ConnectErrorKind
+
+pub mod blocking;
+pub mod busy_poll;
+pub mod connect_error;
+pub mod connection;
+pub mod reply_mode;
+mod tcp_socket;
+pub mod tls_probe;
