@@ -5,16 +5,10 @@
 # boots in that environment too). The file sets 3 threads at the top and 2 under development:.
 RSpec.describe "config/queue.yml's environment section in a Rails app" do
   def started_threads(*args, env:)
-    server = RailsApp.server(*args, env: env)
-    begin
+    RailsApp.server(*args, env: env).watch do |server|
       line = wait_until("the server to start") { server.output[/started as \S+: (\d+) threads/, 1] }
       expect(server.stop.exitstatus).to eq(0)
       Integer(line)
-    rescue RSpec::Expectations::ExpectationNotMetError
-      warn("\n--- #{server.log}\n#{server.output}")
-      raise
-    ensure
-      server.ensure_stopped
     end
   end
 

@@ -78,21 +78,18 @@ RSpec.describe "Rails generators queue:install and queue:worker" do
     expect(JobQueue::Ordered.stats([ordered])["total"]).to include("length" => 1, "morgue_length" => 0)
 
     # No :queues: in the generated file: "default" plus the ApplicationWorker's own "admin_prune".
-    server = RailsApp.server("-c", "2", dir: @dir, env: {"REDIS_URL" => TestRedis.url})
     begin
-      wait_until("the generated workers' jobs") do
-        server.output.scan(/class=(CleanupWorker|Admin::PruneWorker) jid=\h+ elapsed=\S+ INFO: done/).uniq.size == 2 &&
-          JobQueue::Ordered.stats([ordered]).dig("total", "length").zero?
+      RailsApp.server("-c", "2", dir: @dir, env: {"REDIS_URL" => TestRedis.url}).watch do |server|
+        wait_until("the generated workers' jobs") do
+          server.output.scan(/class=(CleanupWorker|Admin::PruneWorker) jid=\h+ elapsed=\S+ INFO: done/).uniq.size == 2 &&
+            JobQueue::Ordered.stats([ordered]).dig("total", "length").zero?
+        end
+        expect(server.output).to match(/started as .* on .*admin_prune/)
+        expect(JobQueue::Ordered.stats([ordered])["total"]).to include("length" => 0, "morgue_length" => 0)
+        expect(JobQueue.stats).to include("processed" => 2, "failed" => 0, "retry_size" => 0, "dead_size" => 0)
+        expect(server.stop.exitstatus).to eq(0)
       end
-      expect(server.output).to match(/started as .* on .*admin_prune/)
-      expect(JobQueue::Ordered.stats([ordered])["total"]).to include("length" => 0, "morgue_length" => 0)
-      expect(JobQueue.stats).to include("processed" => 2, "failed" => 0, "retry_size" => 0, "dead_size" => 0)
-      expect(server.stop.exitstatus).to eq(0)
-    rescue RSpec::Expectations::ExpectationNotMetError
-      warn("\n--- #{server.log}\n#{server.output}")
-      raise
     ensure
-      server.ensure_stopped
       JobQueue::OrderedWorker.forget(ordered)
     end
   end

@@ -14,8 +14,7 @@ RSpec.describe "A Rails 6.1 app with queue" do
     # 2 threads share 1 connection: a job that kept it would starve the other thread into
     # ActiveRecord::ConnectionTimeoutError, or show on that thread's next job (held_connection); the
     # reloader around each job gives it back.
-    server = RailsApp.server("-c", "2", env: {"DATABASE_POOL" => "1"})
-    begin
+    RailsApp.server("-c", "2", env: {"DATABASE_POOL" => "1"}).watch do |server|
       wait_until("every job's rows") { RailsApp.entries.size >= 9 }
       # 7 job runs: plain, idempotent (its duplicate was dropped), RecordJob twice, FlakyJob's two
       # attempts (retry_on enqueued the second) and DoomedJob (discard_on: not a failure).
@@ -36,11 +35,6 @@ RSpec.describe "A Rails 6.1 app with queue" do
       # Rails.logger (a file here) also reaches the server's log, in the job's context.
       expect(server.output).to match(/class=DoomedJob jid=\h+ .*ERROR: Discarded DoomedJob due to a DoomedJob::Gone/)
       expect(server.stop.exitstatus).to eq(0)
-    rescue RSpec::Expectations::ExpectationNotMetError
-      warn("\n--- #{server.log}\n#{server.output}")
-      raise
-    ensure
-      server.ensure_stopped
     end
   end
 

@@ -8,9 +8,7 @@ require "tmpdir"
 # other Ruby block in `bin/rails runner`, and `bundle exec queue` as the server that runs the jobs.
 # Gems go to a GEM_HOME of the copy's own (`bundle install` writes only the gem's binstub there).
 RSpec.describe "README: Rails quick start" do
-  readme = File.read(File.join(ServerProcess::ROOT, "README.md"))
-  section = readme[/^## Rails quick start\n(.*?)^## /m, 1] or raise "README.md has no Rails quick start section"
-  blocks = section.scan(/^```(\w+)\n(.*?)^```\n/m)
+  blocks = Readme.fenced(Readme.section("## Rails quick start")).map { |block| [block.lang, block.code] }
 
   around do |example|
     Dir.mktmpdir("queue-quick-start-") do |dir|
@@ -66,18 +64,12 @@ RSpec.describe "README: Rails quick start" do
     end
 
     expect(servers.size).to eq(1)
-    server = servers.first
-    begin
+    servers.first.watch do |server|
       wait_until("HardWorker's job to run") { server.output.match?(/class=HardWorker jid=\h+ elapsed=\S+ INFO: done/) }
       expect(server.output).to match(/started as \S+: 2 threads on critical/)
       expect(server.output).not_to include("database pool")
       expect(JobQueue.stats).to include("processed" => 1, "failed" => 0, "scheduled_size" => 1)
       expect(server.stop.exitstatus).to eq(0)
-    rescue RSpec::Expectations::ExpectationNotMetError
-      warn("\n--- #{server.log}\n#{server.output}")
-      raise
-    ensure
-      server.ensure_stopped
     end
 
     # What the generators wrote: the worker alone (no RSpec here, so the note), queue.yml's comments true.

@@ -81,6 +81,16 @@ module RailsApp
       end
     end
 
+    # Yields this server; prints its log when an expectation inside fails, and always stops it.
+    def watch
+      yield self
+    rescue RSpec::Expectations::ExpectationNotMetError
+      warn("\n--- #{log}\n#{output}")
+      raise
+    ensure
+      ensure_stopped
+    end
+
     def ensure_stopped
       Process.kill("KILL", pid)
       Process.wait(pid)
