@@ -6,6 +6,7 @@ require "erb"
 require_relative "launcher"
 require_relative "migrate_command"
 require_relative "declared_queues"
+require_relative "sidekiq_gem"
 require_relative "rails_integration/config_file"
 require_relative "ordered/command"
 require_relative "web/command"
@@ -61,7 +62,9 @@ module JobQueue
       apply(options)
       return no_app if options[:require].nil? && !rails_app?(".")
 
-      boot(options)
+      # The sidekiq gem's Sidekiq.configure_server blocks run, and what they set is handed over.
+      SidekiqGem.watch { boot(options) }
+      SidekiqGem.adopt(JobQueue.config)
       DeclaredQueues.apply(JobQueue.config) # queues of declared ApplicationWorkers (declared_queues.rb)
       launch
     end
