@@ -22,9 +22,8 @@ module JobQueue
 
     LIB = File.expand_path("..", __dir__)
     # Sidekiq.options keys a block may change: what the gem itself reads (the client's argument
-    # check), what is handed to JobQueue.config above, and the Rails reloader sidekiq/rails.rb sets
-    # (`queue` wraps each job in Rails.application.reloader itself).
-    PASSED = %i[on_complex_arguments error_handlers death_handlers lifecycle_events reloader].freeze
+    # check), and what is handed to JobQueue.config above.
+    PASSED = %i[on_complex_arguments error_handlers death_handlers lifecycle_events].freeze
     # Accepted, not used: one elected process moves due jobs a few ms after their time.
     UNUSED = %i[average_scheduled_poll_interval poll_interval_average].freeze
     # Where queue takes the settings of Sidekiq's server.
@@ -37,7 +36,8 @@ module JobQueue
       strict: "weights in -q/:queues: (strict order unless a queue has a weight, as in Sidekiq)",
       max_retries: "sidekiq_options retry: N, or Sidekiq.default_job_options = {\"retry\" => N}",
       fetch: "nothing: queue's fetch is reliable already (jobs go back to their queue after a crash)",
-      job_logger: "JobQueue.config.job_logs (:text, :json or nil)"
+      job_logger: "JobQueue.config.job_logs (:text, :json or nil)",
+      reloader: "nothing: `queue` wraps each job in Rails.application.reloader itself"
     }.freeze
     # Sidekiq.options keys set to JobQueue's values before each block, for blocks that read them
     # (a database pool sized to `Sidekiq.options[:concurrency]`).
@@ -49,7 +49,9 @@ module JobQueue
         true
       end
 
-      def configure_server
+      def configure_server(&block)
+        return if SidekiqGem.own_rails_block?(block)
+
         SidekiqGem.sync(options)
         before = SidekiqGem.snapshot(options)
         yield self
@@ -111,6 +113,16 @@ module JobQueue
         @installed == true
       end
 
+      # @api private (ServerMode): a block of the gem's own Railtie (sidekiq/rails.rb), which sets
+      # Sidekiq's reloader and sends Rails.logger's lines to Sidekiq.logger. queue's Railtie does both
+      # for its own server (rails_integration/server.rb); run twice, each Rails.logger line would be
+      # logged twice.
+      def own_rails_block?(block)
+        file = block&.source_location&.first or return false
+        version = Object.const_source_location("Sidekiq::VERSION")&.first or return false
+        file == File.join(File.dirname(version), "rails.rb")
+      end
+
       # @api private (ServerMode)
       def sync(options)
         config = JobQueue.config
@@ -120,7 +132,8 @@ module JobQueue
 
       # @api private (ServerMode)
       def snapshot(options)
-        options.reject { |key, _| PASSED.include?(key) }.transform_values { |v| v.frozen? ? v : v.dup }
+        # Values a block could change in place (`options[:queues] << "low"`) are compared as copies.
+        options.reject { |key, _| PASSED.include?(key) }.transform_values { |v| v.is_a?(Array) || v.is_a?(Hash) || v.is_a?(String) ? v.dup : v }
       end
 
       # @api private (ServerMode): refuses a change only Sidekiq's server would have read.
