@@ -156,6 +156,10 @@ module JobQueue
         end
 
         JobQueue.config.redis = settings
+      rescue ArgumentError => e
+        raise if e.is_a?(Unsupported)
+
+        raise Unsupported, "Sidekiq.redis = {...} (in Sidekiq.configure_server) is queue's Redis too: #{e.message}"
       end
 
       private

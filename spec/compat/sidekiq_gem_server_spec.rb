@@ -38,12 +38,20 @@ RSpec.describe "Sidekiq.configure_server of an app keeping the sidekiq gem, on q
       "GemServerMiddleware, GemServerInnerMiddleware; 1 error handler(s), 1 death handler(s), 2 lifecycle hook(s)")
   end
 
-  it "refuses to start when the block sets what only Sidekiq's server reads, naming it and what to use" do
-    server = ServerProcess.new(app: "sidekiq_gem_refused.rb").start
-    @servers << server
-    expect(server.wait(timeout: 30).exitstatus).to eq(1)
-    # (The line before it is the gem's own, from its Sidekiq.redis pool: "Booting Sidekiq 6.4.1 with redis options".)
-    expect(server.output.lines.last).to eq("queue: Sidekiq.configure_server sets Sidekiq.options[:concurrency] = 5, which only " \
-      "Sidekiq's server reads; `queue` does not. Remove it from the block and use: -c N, or :concurrency: in config/queue.yml\n")
+  {
+    "concurrency" => "queue: Sidekiq.configure_server sets Sidekiq.options[:concurrency] = 5, which only Sidekiq's server " \
+      "reads; `queue` does not. Remove it from the block and use: -c N, or :concurrency: in config/queue.yml\n",
+    "pool" => "queue: Sidekiq.redis = ConnectionPool: queue's engine dials Redis itself and cannot use a connection pool; " \
+      "give the settings Hash instead (config.redis = {url: ..., size: ...})\n",
+    "driver" => "queue: Sidekiq.redis = {...} (in Sidekiq.configure_server) is queue's Redis too: unknown redis option(s) " \
+      "driver; use url:, password:, namespace:, host:, port:, db:, path:, ssl:, ssl_params:, size:, network_timeout:, pool_timeout:\n"
+  }.each do |refused, message|
+    it "refuses to start when the block sets what queue cannot honour (#{refused}), naming it and what to use" do
+      server = ServerProcess.new(app: "sidekiq_gem_refused.rb", env: {"REFUSED" => refused}).start
+      @servers << server
+      expect(server.wait(timeout: 30).exitstatus).to eq(1)
+      # (A line before it may be the gem's own, from its Sidekiq.redis pool: "Booting Sidekiq 6.4.1 with redis options".)
+      expect(server.output.lines.last).to eq(message)
+    end
   end
 end
