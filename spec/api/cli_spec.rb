@@ -100,7 +100,7 @@ RSpec.describe JobQueue::CLI do
     it "names the file, line and column of a YAML syntax error, without a backtrace" do
       file, status, out, err = run_with_config(exe, ":concurrency: 2\n:queues: [critical\n")
       expect(status.exitstatus).to eq(1)
-      expect(err).to eq("queue: config file #{file} is not valid YAML: (#{file}): did not find expected ',' or ']' " \
+      expect(err).to eq("queue: config file #{file} is not valid YAML: did not find expected ',' or ']' " \
         "while parsing a flow sequence at line 2 column 10\n")
       expect(out).to be_empty
     end

@@ -35,7 +35,7 @@ module JobQueue
       def read(path)
         YAML.safe_load(evaluate(path), permitted_classes: [Symbol], aliases: true, filename: path) || {}
       rescue Psych::Exception => e
-        raise ArgumentError, "config file #{path} is not valid YAML: #{e.message}"
+        raise ArgumentError, "config file #{path} is not valid YAML: #{e.message.delete_prefix("(#{path}): ")}"
       end
 
       def evaluate(path)
