@@ -6,6 +6,8 @@ require "erb"
 require_relative "launcher"
 require_relative "migrate_command"
 require_relative "declared_queues"
+require_relative "sidekiq_gem"
+require_relative "rails_integration/config_file"
 require_relative "ordered/command"
 require_relative "web/command"
 
@@ -68,7 +70,9 @@ module JobQueue
       apply(options)
       return no_app if options[:require].nil? && !rails_app?(".")
 
-      boot(options)
+      # The sidekiq gem's Sidekiq.configure_server blocks run, and what they set is handed over.
+      SidekiqGem.watch { boot(options) }
+      SidekiqGem.adopt(JobQueue.config)
       DeclaredQueues.apply(JobQueue.config) # queues of declared ApplicationWorkers (declared_queues.rb)
       launch
     end
@@ -131,7 +135,9 @@ module JobQueue
       OptionParser.new do |o|
         o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)\n" \
                    "       queue stats | retry|dead list|retry|delete | morgue list|retry|delete   (inspect; queue stats -h)\n" \
-                   "       queue web [--port 7433]           (the dashboard; queue web -h)"
+                   "       queue web [--port 7433]           (the dashboard; queue web -h)\n" \
+                   "       queue feature enable|disable NAME | list   (feature flags in Redis; queue feature -h)\n" \
+                   "       queue ordered ACTION              (ordered workers' stats and morgue; queue ordered -h)"
         o.on("-c", "--concurrency INT", Integer, "processor threads (default 10)") { |v| opts[:concurrency] = v }
         o.on("-q", "--queue QUEUE[,WEIGHT]",
           "queue to process, repeatable (default \"default\").",
@@ -176,16 +182,36 @@ module JobQueue
     def load_config_file(path, environment)
       raise ArgumentError, "config file #{path} does not exist" unless File.exist?(path)
 
-      data = YAML.safe_load(ERB.new(File.read(path)).result, permitted_classes: [Symbol], aliases: true) || {}
+      data = RailsIntegration::ConfigFile.read(path)
       raise ArgumentError, "config file #{path} must hold a mapping" unless data.is_a?(Hash)
 
       data = data.transform_keys { |k| k.to_s.delete_prefix(":").to_sym }
       section = data.delete(CLI.environment(environment).to_sym)
       data = data.merge(section.transform_keys { |k| k.to_s.delete_prefix(":").to_sym }) if section.is_a?(Hash)
-      data[:queues] = Array(data[:queues]).map { |q| q.is_a?(Array) ? q : q.to_s } if data[:queues]
+      data[:queues] = config_queues(path, data[:queues]) if data[:queues]
       data[:labels] = Array(data[:labels]).map(&:to_s) if data.key?(:labels)
       warn_unused_keys(path, data)
       data.slice(*CONFIG_KEYS)
+    end
+
+    # The file's :queues:, each "name", "name,weight" or [name, weight]. A comma followed by another
+    # name ("critical, default") is a list written on one line, which YAML reads as one string.
+    def config_queues(path, queues)
+      Array(queues).map do |queue|
+        next queue if queue.is_a?(Array)
+
+        queue = queue.to_s
+        _, rest = queue.split(",", 2)
+        raise ArgumentError, one_line_queues(path, queue) if rest&.match?(/[[:alpha:]_]/)
+
+        queue
+      end
+    end
+
+    def one_line_queues(path, queue)
+      names = queue.split(",").map(&:strip).reject(&:empty?)
+      "config file #{path}: `:queues: #{queue}` is one string in YAML, not a list of queues; write one queue per line:\n" \
+        ":queues:\n#{names.map { |name| "  - #{name}\n" }.join}(or [name, weight] per line, e.g. \"  - [critical, 2]\")"
     end
 
     # Every key the file sets that this CLI does not use gets a warning. A mapping is taken for another
@@ -285,7 +311,9 @@ module JobQueue
         wait_for_stop(reader, launcher)
       rescue StandardError => e
         # Stopped by an error outside any job: stop what runs, then tell the app (Lowkiq's last_words).
-        stop_after(launcher, e)
+        # A server that never started (Redis refused it) has nothing to stop: exe/queue prints the
+        # error once and exits 1.
+        stop_after(launcher, e) if launcher.started?
         last_words(e)
         raise
       end

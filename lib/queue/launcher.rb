@@ -40,6 +40,11 @@ module JobQueue
       @quiet
     end
 
+    # True once the engine's server runs (registered in Redis): until then there is nothing to stop.
+    def started?
+      !@server.nil?
+    end
+
     # Stop taking new jobs (TSTP); running ones finish.
     def quiet
       return if @quiet

@@ -9,6 +9,23 @@ module JobQueue
   # With a namespace the connections are Redis::Namespace ones (the redis-namespace gem), as in
   # Sidekiq; without that gem the call raises rather than touch unprefixed keys.
   class RedisPool
+    # The gems its connections need (the gem itself needs neither).
+    GEMS = %w[redis connection_pool].freeze
+
+    # Those of GEMS this process cannot load: not installed, or not in the app's bundle.
+    def self.missing_gems
+      GEMS.reject { |name| loadable?(name) }
+    end
+
+    def self.loadable?(name)
+      return true if defined?(::Gem::Specification) && ::Gem::Specification.find_all_by_name(name).any?
+
+      !$LOAD_PATH.resolve_feature_path(name).nil?
+    rescue LoadError
+      false
+    end
+    private_class_method :loadable?
+
     def initialize(config)
       @config = config
       @lock = Mutex.new

@@ -7,11 +7,11 @@ RSpec.describe JobQueue::CLI do
   exe = File.join(ServerProcess::ROOT, "exe", "queue")
 
   # Runs exe/queue to its exit (killing it if it has not exited within 30 s): [status, stdout, stderr].
-  def run_exe(exe, *args)
+  def run_exe(exe, *args, env: {})
     Dir.mktmpdir("queue-cli") do |dir|
       out = File.join(dir, "out")
       err = File.join(dir, "err")
-      pid = Process.spawn({"REDIS_URL" => TestRedis.url}, RbConfig.ruby, exe, *args, out: out, err: err, chdir: dir)
+      pid = Process.spawn({"REDIS_URL" => TestRedis.url, **env}, RbConfig.ruby, exe, *args, out: out, err: err, chdir: dir)
       status = nil
       begin
         status = wait_until("exe/queue #{args.join(" ")} to exit") { Process.wait2(pid, Process::WNOHANG)&.last }
@@ -81,6 +81,82 @@ RSpec.describe JobQueue::CLI do
       status, _, err = run_exe(exe, "-C", "/nonexistent/queue.yml")
       expect(status.exitstatus).not_to eq(0)
       expect(err).to include("config file /nonexistent/queue.yml does not exist")
+    end
+  end
+
+  # Issue #24, point 8: what a new user's first mistakes print.
+  describe "exe/queue's error messages" do
+    app = File.join(ServerProcess::APPS, "basic.rb")
+
+    # Runs exe/queue with `yaml` as its -C file.
+    def run_with_config(exe, yaml)
+      Dir.mktmpdir("queue-cli-yaml") do |dir|
+        file = File.join(dir, "queue.yml")
+        File.write(file, yaml)
+        [file, *run_exe(exe, "-C", file)]
+      end
+    end
+
+    it "names the file, line and column of a YAML syntax error, without a backtrace" do
+      file, status, out, err = run_with_config(exe, ":concurrency: 2\n:queues: [critical\n")
+      expect(status.exitstatus).to eq(1)
+      expect(err).to eq("queue: config file #{file} is not valid YAML: did not find expected ',' or ']' " \
+        "while parsing a flow sequence at line 2 column 10\n")
+      expect(out).to be_empty
+    end
+
+    it "names the file and line of an error its ERB raised" do
+      file, status, _, err = run_with_config(exe, ":concurrency: 2\n:tag: <%= ENV.fetch(\"QUEUE_SPEC_UNSET\") %>\n")
+      expect(status.exitstatus).to eq(1)
+      expect(err).to eq("queue: config file #{file}:2: its ERB raised KeyError: key not found: \"QUEUE_SPEC_UNSET\"\n")
+    end
+
+    it "points :queues: written on one line at YAML's list form" do
+      file, status, _, err = run_with_config(exe, ":queues: critical, default\n")
+      expect(status.exitstatus).to eq(1)
+      expect(err).to eq(<<~TEXT)
+        queue: config file #{file}: `:queues: critical, default` is one string in YAML, not a list of queues; write one queue per line:
+        :queues:
+          - critical
+          - default
+        (or [name, weight] per line, e.g. "  - [critical, 2]")
+      TEXT
+    end
+
+    it "names the URL schemes it accepts for an http:// URL" do
+      status, out, err = run_exe(exe, "-r", app, env: {"REDIS_URL" => "http://127.0.0.1:6379/0"})
+      expect(status.exitstatus).to eq(1)
+      expect(err).to eq("queue: invalid Redis URL \"http://127.0.0.1:6379/0\": http:// is not a Redis scheme; use " \
+        "redis://[:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, or unix:///PATH/TO/SOCKET[?db=DB]\n")
+      expect(out).to be_empty
+    end
+
+    it "says what Redis said when it has no password and was sent one" do
+      url = "#{TestRedis.url}?pass=not-configured"
+      status, out, err = run_exe(exe, "-r", app, env: {"REDIS_URL" => url})
+      expect(status.exitstatus).to eq(1)
+      expect(err).to start_with("queue: Redis at #{TestRedis.url}?pass=**** has no password configured but was sent one " \
+        "(Redis said: ERR AUTH <password> called without any password configured for the default user.")
+      expect(err).to include("remove the password from config.redis = {password: ...} or the URL")
+      expect(err).not_to include("WRONGPASS", "not-configured")
+      expect(out).to be_empty
+    end
+
+    it "prints a failed start once, with no quiet or stopped lines for a server that never ran" do
+      refused = "redis://127.0.0.1:#{free_port}/0"
+      status, out, err = run_exe(exe, "-r", app, env: {"REDIS_URL" => refused})
+      expect(status.exitstatus).to eq(1)
+      expect(err.lines).to eq(["queue: Redis at #{refused} refused the connection (Connection refused (os error 111)): " \
+        "is redis-server running there? Set REDIS_URL or config.redis = {url: ...}\n"])
+      expect(out).to be_empty
+    end
+
+    it "lists every subcommand in --help" do
+      _, out, = run_exe(exe, "--help")
+      usage = out.lines.take_while { |line| !line.start_with?("    -") }
+      %w[migrate stats retry dead morgue web feature ordered].each do |command|
+        expect(usage.grep(/^\s*queue\b.*\b#{command}\b/)).not_to be_empty, "#{command} missing from:\n#{usage.join}"
+      end
     end
   end
 
@@ -169,6 +245,8 @@ RSpec.describe JobQueue::CLI do
         expect(configured("-C", file)).to eq([[["a", 1], ["b", 1], ["c", 1]], false])
         File.write(file, ":queues:\n  - [a, 0]\n  - b\n")
         expect(configured("-C", file)).to eq([[["a", 1], ["b", 1]], true])
+        File.write(file, ":queues:\n  - critical, 2\n  - default\n")
+        expect(configured("-C", file)).to eq([[["critical", 2], ["default", 1]], false])
       end
     end
   end

@@ -1,7 +1,8 @@
 //! What the engine says when Redis cannot be used, against real failing servers: a refused port, a
-//! server with `requirepass` (no password, wrong password), a database index past `databases`, and a
-//! TLS server whose certificate the client does not trust. Both connection kinds are checked: the
-//! synchronous one (pushes, fetchers) and the async one (server tasks).
+//! server with `requirepass` (no password, wrong password), a password sent to a server without one,
+//! a database index past `databases`, and a TLS server whose certificate the client does not trust.
+//! Both connection kinds are checked: the synchronous one (pushes, fetchers) and the async one
+//! (server tasks).
 
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -225,6 +226,23 @@ fn a_wrong_password_is_rejected() {
             server.port
         ),
         "(WRONGPASS/invalid password)",
+    );
+}
+
+#[test]
+fn a_password_sent_to_a_server_without_one_says_what_redis_said() {
+    let _serial = serial();
+    let server = TcpRedis::start(&[], false);
+    let url = format!("redis://:not-configured@127.0.0.1:{}/0", server.port);
+    assert_kind(
+        &both_fail(&url),
+        ConnectErrorKind::PasswordNotConfigured,
+        &format!(
+            "Redis at redis://:****@127.0.0.1:{}/0 has no password configured but was sent one \
+             (Redis said: ERR AUTH <password> called without any password configured",
+            server.port
+        ),
+        "remove the password from config.redis = {password: ...} or the URL",
     );
 }
 

@@ -22,3 +22,13 @@ require_relative "sidekiq/client"
 require_relative "sidekiq/module"
 
 JobQueue::Compat.add_require_stubs("sidekiq")
+
+# Sidekiq.redis is JobQueue.redis, whose connections are the redis gem's: say so now, not when a job
+# first calls it.
+unless (missing = JobQueue::RedisPool.missing_gems).empty?
+  JobQueue.logger.warn(
+    "queue/compat/sidekiq: Sidekiq.redis and Sidekiq.redis_pool need the redis and connection_pool gems; " \
+    "not loadable here: #{missing.join(", ")}. Add #{missing.map { |name| "gem \"#{name}\"" }.join(" and ")} to the " \
+    "Gemfile, or a job that calls Sidekiq.redis fails with LoadError (and goes to its retries)"
+  )
+end

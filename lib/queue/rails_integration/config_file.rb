@@ -33,7 +33,7 @@ module JobQueue
 
       # The file's top-level keys with the environment's section over them, keys without a leading ":".
       def settings(path, environment)
-        data = YAML.safe_load(ERB.new(File.read(path)).result, permitted_classes: [Symbol], aliases: true) || {}
+        data = read(path)
         raise ArgumentError, "#{path} must hold a mapping" unless data.is_a?(Hash)
 
         data = plain_keys(data)
@@ -46,6 +46,23 @@ module JobQueue
         raise ArgumentError, "#{path}: redis: must be a mapping (url:, password:, ...), got #{redis.inspect}" unless redis.is_a?(Hash)
 
         plain_keys(redis).transform_keys(&:to_sym)
+      end
+
+      # The file's ERB evaluated, then its YAML parsed. A mistake in either is an ArgumentError naming
+      # the file (and the line), which exe/queue prints before it exits 1, not a backtrace.
+      def read(path)
+        YAML.safe_load(evaluate(path), permitted_classes: [Symbol], aliases: true, filename: path) || {}
+      rescue Psych::Exception => e
+        raise ArgumentError, "config file #{path} is not valid YAML: #{e.message.delete_prefix("(#{path}): ")}"
+      end
+
+      def evaluate(path)
+        erb = ERB.new(File.read(path))
+        erb.filename = path
+        erb.result
+      rescue StandardError, ScriptError => e
+        line = e.backtrace_locations&.find { |l| l.path == path }&.lineno
+        raise ArgumentError, "config file #{path}#{":#{line}" if line}: its ERB raised #{e.class}: #{e.message}"
       end
 
       def plain_keys(hash)

@@ -20,6 +20,9 @@ pub enum ConnectErrorKind {
     NoAuth,
     /// The server rejected the password (`WRONGPASS`, `invalid password`).
     WrongPassword,
+    /// A password was sent to a server that has none configured (`AUTH <password> called without
+    /// any password configured`).
+    PasswordNotConfigured,
     /// `SELECT` of the URL's database failed (`ERR DB index is out of range`).
     NoSuchDatabase(i64),
     /// The TLS handshake failed because the server's certificate is not trusted.
@@ -62,6 +65,17 @@ impl ConnectError {
             detail,
             source: Some(e),
         }
+    }
+
+    /// The server refused `AUTH`, in its own words (`reply`): a password sent to a server without
+    /// one, or a wrong one.
+    pub fn refused_auth(url: &str, reply: String) -> ConnectError {
+        let kind = if reply.contains("without any password configured") {
+            ConnectErrorKind::PasswordNotConfigured
+        } else {
+            ConnectErrorKind::WrongPassword
+        };
+        ConnectError::new(kind, url, reply)
     }
 
     /// True for the reply a server that needs a password gives a command from a client that sent
@@ -156,6 +170,12 @@ impl fmt::Display for ConnectError {
                 "Redis at {url} rejected the password (WRONGPASS/invalid password): check \
                  config.redis = {{password: ...}} or the password in the URL"
             ),
+            ConnectErrorKind::PasswordNotConfigured => write!(
+                f,
+                "Redis at {url} has no password configured but was sent one (Redis said: {detail}): \
+                 remove the password from config.redis = {{password: ...}} or the URL, or set \
+                 requirepass on the server"
+            ),
             ConnectErrorKind::NoSuchDatabase(db) => write!(
                 f,
                 "Redis at {url} has no database {db} (ERR DB index is out of range): use a db below \
@@ -249,6 +269,21 @@ mod tests {
             mask("rediss://:p@h:1/0#insecure"),
             "rediss://:****@h:1/0#insecure"
         );
+    }
+
+    #[test]
+    fn a_password_sent_to_a_server_without_one_says_what_redis_said() {
+        let reply =
+            "ERR AUTH <password> called without any password configured for the default user. \
+                     Are you sure your configuration is correct?";
+        let e = ConnectError::refused_auth("redis://:pw@127.0.0.1:6390/0", reply.to_owned());
+        assert_eq!(e.kind, ConnectErrorKind::PasswordNotConfigured);
+        let text = e.to_string();
+        assert!(text.starts_with(
+            "Redis at redis://:****@127.0.0.1:6390/0 has no password configured but was sent one"
+        ));
+        assert!(text.contains(&format!("(Redis said: {reply})")));
+        assert!(!text.contains("WRONGPASS"));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -32,6 +32,10 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a client's call polls for its reply unless configured (`busy_poll`): long enough for a
 /// push to Redis on the same host, short enough that a miss costs little.
 pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(100);
+
+/// The URL schemes the engine dials, as a user would write them.
+const URL_FORMS: &str = "redis://[:PASSWORD@]HOST[:PORT][/DB], rediss://… for TLS, or \
+                         unix:///PATH/TO/SOCKET[?db=DB]";
 
 /// Server settings shared by every connection of one engine.
 #[derive(Debug, Clone)]
@@ -80,10 +84,14 @@ pub struct Redis {
 
 struct RedisInner {
     client: redis::Client,
+    /// `ssl_params ca_file`'s certificates, for a second client (see [`Redis::auth_reply`]).
+    root_cert: Option<Vec<u8>>,
     keys: Keys,
     config: RedisConfig,
     /// A `rediss://` port has answered a TLS handshake once (see [`super::tls_probe`]).
     tls_answers: AtomicBool,
+    /// What the server answered `AUTH` with, asked once after it refused the password.
+    auth_reply: OnceLock<Option<String>>,
 }
 
 impl std::fmt::Debug for Redis {
@@ -97,8 +105,12 @@ impl std::fmt::Debug for Redis {
 impl Redis {
     /// Validates the URL; does not dial.
     pub fn new(config: RedisConfig) -> Result<Redis> {
+        check_scheme(&config.url)?;
         let invalid = |e: redis::RedisError| {
-            Error::InvalidArgument(format!("invalid Redis URL {:?}: {e}", redact(&config.url)))
+            Error::InvalidArgument(format!(
+                "invalid Redis URL {:?}: {e}; use {URL_FORMS}",
+                redact(&config.url)
+            ))
         };
         // Nagle's algorithm would hold a call written right after an unreplied one until Redis's
         // delayed ACK of the first (~40 ms): every fetch after an ack. The crate leaves it on.
@@ -108,29 +120,24 @@ impl Redis {
             .into_connection_info()
             .map_err(invalid)?
             .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
-        let client = match &config.ca_file {
-            None => redis::Client::open(info),
-            Some(path) => {
-                let root_cert = std::fs::read(path).map_err(|e| {
-                    Error::InvalidArgument(format!(
-                        "cannot read ssl_params ca_file {}: {e}",
-                        path.display()
-                    ))
-                })?;
-                let certs = redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(root_cert),
-                };
-                redis::Client::build_with_tls(info, certs)
-            }
-        }
-        .map_err(invalid)?;
+        let root_cert = match &config.ca_file {
+            None => None,
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                Error::InvalidArgument(format!(
+                    "cannot read ssl_params ca_file {}: {e}",
+                    path.display()
+                ))
+            })?),
+        };
+        let client = open_client(info, root_cert.as_deref()).map_err(invalid)?;
         Ok(Redis {
             inner: Arc::new(RedisInner {
                 client,
+                root_cert,
                 keys: Keys::new(&config.namespace),
                 config,
                 tls_answers: AtomicBool::new(false),
+                auth_reply: OnceLock::new(),
             }),
         })
     }
@@ -231,7 +238,55 @@ impl Redis {
             .get_connection_info()
             .redis_settings()
             .db();
-        Error::from(ConnectError::classify(&self.inner.config.url, db, e))
+        let error = ConnectError::classify(&self.inner.config.url, db, e);
+        if error.kind != ConnectErrorKind::WrongPassword {
+            return Error::from(error);
+        }
+        match self.auth_reply() {
+            Some(reply) => Error::from(ConnectError::refused_auth(&self.inner.config.url, reply)),
+            None => Error::from(error),
+        }
+    }
+
+    /// What the server said when it refused the password: the redis crate reports every refused
+    /// `AUTH` as "Password authentication failed", so a connection that sends no credentials asks
+    /// again, once per engine. `None` when that connection cannot be made or `AUTH` succeeds.
+    fn auth_reply(&self) -> Option<String> {
+        self.inner
+            .auth_reply
+            .get_or_init(|| self.ask_auth())
+            .clone()
+    }
+
+    fn ask_auth(&self) -> Option<String> {
+        let info = self.inner.client.get_connection_info();
+        let settings = info.redis_settings();
+        let password = settings.password()?;
+        let mut auth = redis::cmd("AUTH");
+        if let Some(user) = settings.username() {
+            auth.arg(user);
+        }
+        auth.arg(password);
+        let bare = info.clone().set_redis_settings(
+            redis::RedisConnectionInfo::default().set_protocol(settings.protocol()),
+        );
+        let client = open_client(bare, self.inner.root_cert.as_deref()).ok()?;
+        let mut conn = client
+            .get_connection_with_timeout(self.inner.config.connect_timeout)
+            .ok()?;
+        conn.set_read_timeout(Some(self.inner.config.connect_timeout))
+            .ok()?;
+        let refused = auth.query::<()>(&mut conn).err()?;
+        let words = [refused.code(), refused.detail()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        Some(if words.is_empty() {
+            refused.to_string()
+        } else {
+            words
+        })
     }
 
     /// An error from a command on a dialled connection. A server that needs a password lets a
@@ -345,6 +400,42 @@ impl Conn {
     }
 }
 
+/// A client for `info`, trusting `root_cert` (PEM) for TLS instead of the system's CAs when given.
+fn open_client(
+    info: redis::ConnectionInfo,
+    root_cert: Option<&[u8]>,
+) -> redis::RedisResult<redis::Client> {
+    match root_cert {
+        None => redis::Client::open(info),
+        Some(root_cert) => redis::Client::build_with_tls(
+            info,
+            redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(root_cert.to_vec()),
+            },
+        ),
+    }
+}
+
+/// Refuses a URL whose scheme Redis does not speak (`http://`, a bare `host:port`), naming the
+/// accepted forms; the redis crate would only say "did not parse".
+fn check_scheme(url: &str) -> Result<()> {
+    let scheme = url.split_once("://").map(|(scheme, _)| scheme);
+    match scheme {
+        Some("redis" | "rediss" | "unix" | "redis+unix" | "valkey" | "valkeys" | "valkey+unix") => {
+            Ok(())
+        }
+        Some(other) => Err(Error::InvalidArgument(format!(
+            "invalid Redis URL {:?}: {other}:// is not a Redis scheme; use {URL_FORMS}",
+            redact(url)
+        ))),
+        None => Err(Error::InvalidArgument(format!(
+            "invalid Redis URL {:?}: no scheme; use {URL_FORMS}",
+            redact(url)
+        ))),
+    }
+}
+
 /// The URL with any password replaced, for error messages and logs.
 pub fn redact(url: &str) -> String {
     mask(url)
@@ -367,5 +458,15 @@ mod tests {
     fn bad_url_is_an_invalid_argument() {
         let e = Redis::new(RedisConfig::new("http://nope", "")).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)));
+    }
+
+    #[test]
+    fn a_url_of_another_scheme_names_the_accepted_ones() {
+        let e = Redis::new(RedisConfig::new("http://:pw@127.0.0.1:6379/0", "")).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("\"http://:****@127.0.0.1:6379/0\": http:// is not a Redis scheme"));
+        assert!(text.contains("redis://[:PASSWORD@]HOST[:PORT][/DB], rediss://"));
+        assert!(text.contains("unix:///PATH/TO/SOCKET"));
+        assert!(!text.contains("pw@"));
     }
 }
