@@ -21,12 +21,14 @@ class LoggingWorker
   include JobQueue::Worker
   sidekiq_options retry: false
 
-  # Logs `text` through the worker's logger and through the one held from load time; raises when
-  # `fail`.
+  # Logs `text` through the logger held from load time, then through the worker's logger; raises
+  # when `fail`.
   def perform(text, fail = false)
-    logger.info("#{text} (logger)")
     EARLY_LOGGER.info("#{text} (early)")
+    logger.info("#{text} (logger)")
     raise ArgumentError, "#{text} failed" if fail
+  ensure
+    Record.redis.rpush("ran:logs", text)
   end
 end
 
@@ -34,10 +36,13 @@ module LogsOrderedWorker
   extend JobQueue::OrderedWorker
   self.shards_count = 1
   self.max_retry_count = 0
+  self.batch_size = 2
 
   def self.perform(payloads_by_id)
     JobQueue.logger.info("ordered #{payloads_by_id.keys.join(",")}")
     raise ArgumentError, "doomed batch" if payloads_by_id.each_value.any? { |payloads| payloads.include?("doomed") }
+  ensure
+    Record.redis.rpush("ran:logs", payloads_by_id.keys.join(","))
   end
 end
 
