@@ -3,9 +3,11 @@
 require_relative "../apps/basic"
 
 # A server's log as a user reads it (a real server process, spec/apps/logs.rb): a job's own lines in
-# its context and between its start and done lines, time ordered; a failure's error and backtrace.
+# its context and between its start and done lines, time ordered; a failure's error and backtrace;
+# ordered batches' start/done lines in the same family.
 RSpec.describe "a server's log lines" do
   let(:redis) { TestRedis.client }
+  let(:ordered) { ordered_worker("LogsOrderedWorker") { self.shards_count = 1 } }
 
   PRETTY = /\A(?<time>\S+) pid=\d+ tid=(?<tid>\w+)(?<ctx>(?: \w+=\S*)*) (?<level>[A-Z]+): (?<message>.*)\z/
 
@@ -66,5 +68,44 @@ RSpec.describe "a server's log lines" do
     expect(trace.first).to match(%r{ #{ctx} WARN: \S*spec/apps/logs\.rb:\d+:in `perform'$})
     expect(trace[1]).to match(%r{\A\S*lib/queue/\S+\.rb:\d+:in }) # the backtrace's next lines follow
     expect(output.lines[error_at - 1]).to match(/ #{ctx} elapsed=\d+\.\d+ INFO: fail$/)
+  end
+
+  it "gives each ordered batch start and done (or fail) lines with its worker, ids, count and elapsed; a failure names them" do
+    ordered.perform_async([{id: "o1", payload: 1}, {id: "o2", payload: 2}, {id: "o3", payload: "doomed"}])
+    server = start_server(app: "logs.rb", args: ["-c", "1"])
+    wait_until("every id to run") { redis.lrange("ran:logs", 0, -1).flat_map { |ids| ids.split(",") }.sort == %w[o1 o2 o3] }
+    expect(server.stop.exitstatus).to eq(0)
+
+    lines = pretty_lines(server.output).map { |l| l[1..] }
+    starts = lines.each_index.select { |i| lines[i][0].start_with?("class=LogsOrderedWorker") && lines[i][2] == "start" }
+    expect(starts.size).to eq(2) # batches of up to 2 ids
+    starts.each do |at|
+      ctx = lines[at][0]
+      ids = ctx[/ids=(\S+)/, 1].split(",")
+      expect(ctx).to eq("class=LogsOrderedWorker ids=#{ids.join(",")} count=#{ids.size}")
+      expect(lines[at + 1]).to eq([ctx, "INFO", "ordered #{ids.join(",")}"])
+      outcome = ids.include?("o3") ? "fail" : "done"
+      expect(lines[at + 2]).to match([/\A#{ctx} elapsed=\d+\.\d+\z/, "INFO", outcome])
+      next if outcome == "done"
+
+      expect(lines[at + 3]).to eq([ctx, "WARN", "Ordered job raised exception: ArgumentError: doomed batch"])
+      expect(lines[at + 4]).to match([ctx, "WARN", %r{spec/apps/logs\.rb:\d+:in `perform'}])
+    end
+  end
+
+  it "writes an ordered batch's lines as JSON with job_logs = :json" do
+    ordered.perform_async([{id: "j1", payload: 1}])
+    server = start_server(app: "logs.rb", args: ["-c", "1"], env: {"QUEUE_JOB_LOGS" => "json"})
+    wait_until("the batch to run") { redis.llen("ran:logs") == 1 }
+    expect(server.stop.exitstatus).to eq(0)
+
+    lines = server.output.lines.map { |line| JSON.parse(line) }.select { |l| l.dig("ctx", "class") == "LogsOrderedWorker" }
+    expect(lines.map { |l| [l["job_status"], l["message"], l["ctx"].slice("ids", "count")] }).to eq([
+      ["start", "LogsOrderedWorker ids=j1: start", {"ids" => ["j1"], "count" => 1}],
+      [nil, "ordered j1", {"ids" => ["j1"], "count" => 1}],
+      ["done", "LogsOrderedWorker ids=j1: done", {"ids" => ["j1"], "count" => 1}]
+    ])
+    expect(lines.last).to include("class" => "LogsOrderedWorker", "ids" => ["j1"], "count" => 1, "severity" => "INFO")
+    expect(lines.last["duration_s"]).to be >= 0
   end
 end
