@@ -23,9 +23,34 @@ module JobQueue
     # Sidekiq's `Pretty` formatter: time, pid, the thread's tid, the running job's context, then the
     # message.
     class Pretty < ::Logger::Formatter
+      # `Time#iso8601(3)` for a UTC time, from C (`iso8601` is Ruby code, several µs a line).
+      TIME = "%Y-%m-%dT%H:%M:%S.%LZ"
+
       def call(severity, time, _progname, message)
         text = message.is_a?(Exception) ? "#{message.message} (#{message.class})" : message
-        "#{time.utc.iso8601(3)} pid=#{::Process.pid} tid=#{Logging.tid}#{Logging.context} #{severity}: #{text}\n"
+        "#{time.utc.strftime(TIME)} pid=#{::Process.pid} tid=#{Logging.tid}#{Logging.context} #{severity}: #{text}\n"
+      end
+    end
+
+    # An ordered batch's log context: its worker and ids, turned into the Hash and the text lines show
+    # only when a line is written (most batches log nothing of their own but the two batch lines).
+    class BatchContext
+      def initialize(worker, ids)
+        @worker = worker
+        @ids = ids
+      end
+
+      def to_h
+        @to_h ||= {"class" => @worker.to_s, "ids" => @ids.first(BATCH_IDS_SHOWN), "count" => @ids.size}.freeze
+      end
+
+      def text
+        @text ||= " class=#{@worker} ids=#{@ids.first(BATCH_IDS_SHOWN).join(",")} count=#{@ids.size}"
+      end
+
+      # The line's whole context, pid and tid first, for the engine to write (Native.log_event).
+      def prefix
+        @prefix ||= " pid=#{::Process.pid} tid=#{Logging.tid}#{text}"
       end
     end
 
@@ -67,22 +92,34 @@ module JobQueue
     # " class=… jid=…" (with bid, tags and elapsed when present) for the running job, " class=…
     # ids=… count=…" for a running ordered batch; "" outside one.
     def context
-      ctx = context_hash or return ""
+      job = Thread.current[CONTEXT]
+      elapsed = Thread.current[ELAPSED]
+      unless job
+        batch = Thread.current[BATCH] or return ""
+        return elapsed ? "#{batch.text} elapsed=#{elapsed}" : batch.text
+      end
 
-      text = +""
-      ctx.each { |key, value| text << " #{key}=#{value.is_a?(Array) ? value.join(",") : value}" }
+      text = +" class=#{job["display_class"] || job["wrapped"] || job["class"]} jid=#{job["jid"]}"
+      text << " bid=#{job["bid"]}" if job.key?("bid")
+      text << " tags=#{Array(job["tags"]).join(",")}" if job.key?("tags")
+      text << " elapsed=#{elapsed}" if elapsed
       text
     end
 
     # The same context as a Hash (the JSON formatter's `ctx`, as Sidekiq's); nil outside a job.
     def context_hash
       job = Thread.current[CONTEXT]
-      ctx = job ? job_context(job) : Thread.current[BATCH]&.dup
+      ctx = job ? job_context(job) : Thread.current[BATCH]&.to_h&.dup
       return nil unless ctx
 
       elapsed = Thread.current[ELAPSED]
       ctx["elapsed"] = elapsed if elapsed
       ctx
+    end
+
+    # " pid=… tid=… class=… ids=… count=…" of the ordered batch running on this thread.
+    def batch_prefix
+      Thread.current[BATCH].prefix
     end
 
     # Whether a job or an ordered batch runs on this thread.
@@ -109,7 +146,7 @@ module JobQueue
     # Runs the block with an ordered batch of `worker` (its `ids`) as the log context.
     def with_batch(worker, ids)
       previous = Thread.current[BATCH]
-      Thread.current[BATCH] = {"class" => worker.to_s, "ids" => ids.first(BATCH_IDS_SHOWN), "count" => ids.size}
+      Thread.current[BATCH] = BatchContext.new(worker, ids)
       yield
     ensure
       Thread.current[BATCH] = previous

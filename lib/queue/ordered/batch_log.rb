@@ -3,7 +3,8 @@
 module JobQueue
   module Ordered
     # An ordered batch's `start` and `done`/`fail` lines, in the family of a plain job's (Logging): the
-    # batch's context in the prefix, `elapsed=` on the last, at INFO, through the configured logger.
+    # batch's context in the prefix, `elapsed=` on the last, at INFO. Written as a plain job's are: by
+    # the engine with the default logger (Native.log_event), through the logger's `info` otherwise.
     #
     #   … tid=2c7f class=OrderSyncWorker ids=42,43 count=2 INFO: start
     #   … tid=2c7f class=OrderSyncWorker ids=42,43 count=2 elapsed=0.004 INFO: done
@@ -14,11 +15,13 @@ module JobQueue
     module BatchLog
       module_function
 
+      EVENTS = {"start" => 0, "done" => 1, "fail" => 2}.freeze
+
       def around(config)
         logger = config.logger
         return yield unless config.job_logs && logger.info?
 
-        start = ::Process.clock_gettime(::Process::CLOCK_MONOTONIC)
+        start = ::Process.clock_gettime(::Process::CLOCK_MONOTONIC, :nanosecond)
         line(config, logger, "start", nil)
         yield
         line(config, logger, "done", start)
@@ -30,15 +33,15 @@ module JobQueue
       end
 
       def line(config, logger, status, start)
-        Thread.current[Logging::ELAPSED] = (::Process.clock_gettime(::Process::CLOCK_MONOTONIC) - start).round(3) if start
-        if config.job_logs == :json
-          json_line(logger, status)
-        elsif config.engine_job_lines?
-          # The default logger's line, formatted as it would, into the engine's sink without a write
-          # of its own: it goes out with the job lines (or with the next line Ruby writes).
-          Native.log_write((logger.formatter || ::Logger::Formatter.new).call("INFO", Time.now, logger.progname, status))
-        else
-          logger.info(logger.formatter.is_a?(Logging::Pretty) ? status : "#{Logging.context.strip} #{status}")
+        elapsed = ::Process.clock_gettime(::Process::CLOCK_MONOTONIC, :nanosecond) - start if start
+        # With the default logger the engine formats the line and writes it with the job lines (or
+        # with the next line Ruby writes), as it does a plain job's: no Ruby formatter call.
+        return Native.log_event(Logging.batch_prefix, EVENTS.fetch(status), elapsed) if config.job_logs == :text && config.engine_job_lines?
+
+        Thread.current[Logging::ELAPSED] = (elapsed / 1e9).round(3) if elapsed
+        case config.job_logs
+        when :json then json_line(logger, status)
+        else logger.info(logger.formatter.is_a?(Logging::Pretty) ? status : "#{Logging.context.strip} #{status}")
         end
       ensure
         Thread.current[Logging::ELAPSED] = nil
