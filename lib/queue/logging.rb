@@ -32,20 +32,25 @@ module JobQueue
       end
     end
 
-    # An ordered batch's log context: its worker and ids, turned into the Hash and the text lines show
-    # only when a line is written (most batches log nothing of their own but the two batch lines).
+    # An ordered batch's log context: its worker and ids (the keys of the batch `perform` gets),
+    # turned into the Hash and the text lines show only when a line is written (with the logger above
+    # INFO most batches write none).
     class BatchContext
-      def initialize(worker, ids)
+      def initialize(worker, batch)
         @worker = worker
-        @ids = ids
+        @batch = batch
       end
 
       def to_h
-        @to_h ||= {"class" => @worker.to_s, "ids" => @ids.first(BATCH_IDS_SHOWN), "count" => @ids.size}.freeze
+        @to_h ||= {"class" => @worker.to_s, "ids" => shown_ids, "count" => @batch.size}.freeze
       end
 
       def text
-        @text ||= " class=#{@worker} ids=#{@ids.first(BATCH_IDS_SHOWN).join(",")} count=#{@ids.size}"
+        @text ||= " class=#{@worker} ids=#{shown_ids.join(",")} count=#{@batch.size}"
+      end
+
+      def shown_ids
+        @batch.each_key.first(BATCH_IDS_SHOWN)
       end
 
       # The line's whole context, pid and tid first, for the engine to write (Native.log_event).
@@ -143,10 +148,11 @@ module JobQueue
       Thread.current[CONTEXT] = previous
     end
 
-    # Runs the block with an ordered batch of `worker` (its `ids`) as the log context.
-    def with_batch(worker, ids)
+    # Runs the block with an ordered batch of `worker` (`batch`: its payloads by id) as the log
+    # context.
+    def with_batch(worker, batch)
       previous = Thread.current[BATCH]
-      Thread.current[BATCH] = BatchContext.new(worker, ids)
+      Thread.current[BATCH] = BatchContext.new(worker, batch)
       yield
     ensure
       Thread.current[BATCH] = previous

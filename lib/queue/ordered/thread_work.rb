@@ -141,7 +141,7 @@ module JobQueue
       # Runs `perform` through the middlewares in the batch's log context, between its log lines;
       # returns the error it raised (reported in that context: worker and ids), or nil.
       def run_batch(worker, payloads_by_id)
-        Logging.with_batch(worker, payloads_by_id.keys) do
+        Logging.with_batch(worker, payloads_by_id) do
           BatchLog.around(@config) { @config.run_ordered(worker, payloads_by_id) }
           nil
         rescue Shutdown
