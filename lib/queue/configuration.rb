@@ -71,12 +71,6 @@ module JobQueue
       @default_logger
     end
 
-    # @api private: the server moves the default logger onto the engine's sink (Logging).
-    def swap_default_logger(logger)
-      @logger = logger
-      @job_log = nil
-    end
-
     # Redis settings, Sidekiq's keys (redis_options.rb): `url:` (redis://, rediss:// or unix://),
     # `password:`, `namespace:`; `host:`, `port:`, `db:`, `path:`, `ssl:` over the URL; `ssl_params:`;
     # `size:`, `pool_timeout:`, `network_timeout:` for JobQueue.redis's pool. With no URL, REDIS_URL from
@@ -287,9 +281,19 @@ module JobQueue
       raise ArgumentError, "queue weight must be a whole number from 0 to #{MAX_WEIGHT}, got #{weight.inspect} (in #{spec.inspect})"
     end
 
+    # As Sidekiq's default error handler: the error, then its backtrace, at WARN; a job's error in
+    # the job's log context (class and jid), an ordered batch's in the batch's (the caller sets it).
     def log_error(error, context)
+      job = context[:job]
+      return Logging.with_job(job) { log_error_lines(error, context) } if job.is_a?(Hash) && !Logging.in_context?
+
+      log_error_lines(error, context)
+    end
+
+    def log_error_lines(error, context)
       logger.warn("#{context[:context] || "error"}: #{error.class}: #{error.message}")
-      logger.debug { (error.backtrace || []).join("\n") }
+      backtrace = error.backtrace
+      logger.warn(backtrace.join("\n")) if backtrace&.any?
     end
   end
 end

@@ -112,11 +112,14 @@ module JobQueue
       ::Process.clock_gettime(::Process::CLOCK_THREAD_CPUTIME_ID)
     end
 
-    # Formats the server's other log lines as JSON objects too, so the whole log parses line by line.
+    # Formats the server's other log lines as JSON objects too, so the whole log parses line by line;
+    # a line logged while a job runs has its context in `ctx` (class, jid…), as Sidekiq's JSON lines.
     class Formatter
       def call(severity, time, progname, message)
         line = {"severity" => severity, "time" => time.utc.iso8601(3), "pid" => ::Process.pid}
         line["progname"] = progname if progname
+        ctx = Logging.context_hash
+        line["ctx"] = ctx if ctx # the running job's (or ordered batch's), as Sidekiq's JSON formatter
         message.is_a?(Hash) ? line.merge!(message) : line["message"] = message.is_a?(Exception) ? "#{message.class}: #{message.message}" : message.to_s
         "#{JSON.generate(line)}\n"
       end
@@ -165,6 +168,9 @@ module JobQueue
 
       @job_log ||= @job_logs == :json ? JobLog.new(self) : Logging::TextJobLog.new(self)
     end
+
+    # @api private
+    def engine_job_lines? = @engine_job_lines
 
     # @api private
     def engine_job_lines=(on)

@@ -14,38 +14,78 @@ module JobQueue
   # (`config.job_logs = :text`, the default; `:json` for GitLab's structured lines; nil for none), at
   # INFO, so `logger.level = Logger::WARN` silences them as it does Sidekiq's. With the default logger
   # the engine writes them: recorded by the engine, formatted and written by a writer thread within
-  # 100 ms (at once when the logger writes a line, and on shutdown), so a job's lines stay in order
+  # 100 ms (at once when Ruby writes a line to stdout, and on shutdown), so a job's lines stay in order
   # at a fraction of a Ruby `Logger` call's cost. A logger of the app's own gets the same lines through `logger.info`.
+  #
+  # Lines logged while a job runs carry its context (`class=… jid=…`, `bid`, `tags`; JobLog::Formatter's
+  # `ctx`), and while an ordered batch runs the batch's (`class=… ids=… count=…`, Ordered::BatchLog).
   module Logging
     # Sidekiq's `Pretty` formatter: time, pid, the thread's tid, the running job's context, then the
     # message.
     class Pretty < ::Logger::Formatter
+      # `Time#iso8601(3)` for a UTC time, from C (`iso8601` is Ruby code, several µs a line).
+      TIME = "%Y-%m-%dT%H:%M:%S.%LZ"
+
       def call(severity, time, _progname, message)
         text = message.is_a?(Exception) ? "#{message.message} (#{message.class})" : message
-        "#{time.utc.iso8601(3)} pid=#{::Process.pid} tid=#{Logging.tid}#{Logging.context} #{severity}: #{text}\n"
+        "#{time.utc.strftime(TIME)} pid=#{::Process.pid} tid=#{Logging.tid}#{Logging.context} #{severity}: #{text}\n"
       end
     end
 
-    # The logger device that writes into the engine's sink (shared with the engine's job lines). A
-    # line logged from Ruby is written out at once, with the job lines queued before it, as a
-    # synchronous logger would write it; only the engine's own job lines wait for the writer thread.
-    class Device
-      def write(line)
-        Native.log_write(line.to_s)
+    # An ordered batch's log context: its worker and ids (the keys of the batch `perform` gets),
+    # turned into the Hash and the text lines show only when a line is written (with the logger above
+    # INFO most batches write none).
+    class BatchContext
+      def initialize(worker, batch)
+        @worker = worker
+        @batch = batch
+      end
+
+      def to_h
+        @to_h ||= {"class" => @worker.to_s, "ids" => shown_ids, "count" => @batch.size}.freeze
+      end
+
+      def text
+        @text ||= " class=#{@worker} ids=#{shown_ids.join(",")} count=#{@batch.size}"
+      end
+
+      def shown_ids
+        @batch.each_key.first(BATCH_IDS_SHOWN)
+      end
+
+      # The line's whole context, pid and tid first, for the engine to write (Native.log_event).
+      def prefix
+        @prefix ||= " pid=#{::Process.pid} tid=#{Logging.tid}#{text}"
+      end
+    end
+
+    # Prepended to the IO the engine writes its job lines to (stdout) while it writes them: what Ruby
+    # writes there goes into the engine's sink instead of Ruby's own buffer, and out at once with the
+    # job lines queued before it. So every line on that descriptor keeps the order it was written in,
+    # whoever writes it: the server's logger, a logger an app took before the server started,
+    # Rails.logger logging to stdout, a job's `puts`.
+    module SinkWrites
+      def write(*objects)
+        text = objects.size == 1 ? objects.first.to_s : objects.join
+        Native.log_write(text)
         Native.log_flush
+        text.bytesize
       end
 
       def flush
         Native.log_flush
+        super
       end
-      alias_method :close, :flush
-      alias_method :reopen, :flush
     end
 
     # The running job's hash, while it runs: lines logged meanwhile carry its class and jid, as
-    # Sidekiq's job context does. ELAPSED is added for a fallback `done`/`fail` line.
+    # Sidekiq's job context does. BATCH is an ordered batch's context, while it runs. ELAPSED is added
+    # for a `done`/`fail` line written from Ruby.
     CONTEXT = :job_queue_log_job
+    BATCH = :job_queue_log_batch
     ELAPSED = :job_queue_log_elapsed
+    # The most ids of an ordered batch its lines name (`count` says how many it has).
+    BATCH_IDS_SHOWN = 20
 
     module_function
 
@@ -54,16 +94,49 @@ module JobQueue
       Thread.current[:job_queue_tid] ||= (Thread.current.object_id ^ ::Process.pid).to_s(36)
     end
 
-    # " class=… jid=…" (with bid, tags and elapsed when present) for the running job; "" outside one.
+    # " class=… jid=…" (with bid, tags and elapsed when present) for the running job, " class=…
+    # ids=… count=…" for a running ordered batch; "" outside one.
     def context
-      job = Thread.current[CONTEXT] or return ""
+      job = Thread.current[CONTEXT]
+      elapsed = Thread.current[ELAPSED]
+      unless job
+        batch = Thread.current[BATCH] or return ""
+        return elapsed ? "#{batch.text} elapsed=#{elapsed}" : batch.text
+      end
 
       text = +" class=#{job["display_class"] || job["wrapped"] || job["class"]} jid=#{job["jid"]}"
       text << " bid=#{job["bid"]}" if job.key?("bid")
       text << " tags=#{Array(job["tags"]).join(",")}" if job.key?("tags")
-      elapsed = Thread.current[ELAPSED]
       text << " elapsed=#{elapsed}" if elapsed
       text
+    end
+
+    # The same context as a Hash (the JSON formatter's `ctx`, as Sidekiq's); nil outside a job.
+    def context_hash
+      job = Thread.current[CONTEXT]
+      ctx = job ? job_context(job) : Thread.current[BATCH]&.to_h&.dup
+      return nil unless ctx
+
+      elapsed = Thread.current[ELAPSED]
+      ctx["elapsed"] = elapsed if elapsed
+      ctx
+    end
+
+    # " pid=… tid=… class=… ids=… count=…" of the ordered batch running on this thread.
+    def batch_prefix
+      Thread.current[BATCH].prefix
+    end
+
+    # Whether a job or an ordered batch runs on this thread.
+    def in_context?
+      !(Thread.current[CONTEXT] || Thread.current[BATCH]).nil?
+    end
+
+    def job_context(job)
+      ctx = {"class" => job["display_class"] || job["wrapped"] || job["class"], "jid" => job["jid"]}
+      ctx["bid"] = job["bid"] if job.key?("bid")
+      ctx["tags"] = Array(job["tags"]) if job.key?("tags")
+      ctx
     end
 
     # Runs the block with `job` as the log context.
@@ -75,24 +148,43 @@ module JobQueue
       Thread.current[CONTEXT] = previous
     end
 
+    # Runs the block with an ordered batch of `worker` (`batch`: its payloads by id) as the log
+    # context.
+    def with_batch(worker, batch)
+      previous = Thread.current[BATCH]
+      Thread.current[BATCH] = BatchContext.new(worker, batch)
+      yield
+    ensure
+      Thread.current[BATCH] = previous
+    end
+
     def default_logger(io = $stdout)
       logger = ::Logger.new(io, level: ::Logger::INFO, progname: "queue")
       logger.formatter = Pretty.new
       logger
     end
 
-    # Called as a server starts: with the default logger, moves it onto the engine's sink and has the
-    # engine write the job lines; returns whether it does (else JobRun writes them through the logger).
+    # Called as a server starts: with the default logger, has the engine write the job lines, and
+    # routes what Ruby writes to stdout through the same sink (SinkWrites); returns whether the engine
+    # writes them (else JobRun writes them through the logger).
     def start_server_lines(config)
       engine_lines = config.job_logs == :text && config.default_logger?
-      if engine_lines
+      on = engine_lines && config.logger.info?
+      fd = $stdout.fileno
+      if on
         $stdout.flush # what Ruby buffered goes out before the engine writes to the same descriptor
-        logger = config.logger
-        config.swap_default_logger(::Logger.new(Device.new, level: logger.level, progname: logger.progname, formatter: logger.formatter))
+        [$stdout, STDOUT].uniq.each { |io| route(io, fd) }
         at_exit { Native.log_flush }
       end
-      Native.job_lines(engine_lines && config.logger.info?, $stdout.fileno)
+      Native.job_lines(on, fd)
       engine_lines
+    end
+
+    def route(io, fd)
+      return unless io.respond_to?(:fileno) && io.fileno == fd && !io.singleton_class.include?(SinkWrites)
+
+      io.flush
+      io.singleton_class.prepend(SinkWrites)
     end
 
     # A server's last words: everything buffered is written out.

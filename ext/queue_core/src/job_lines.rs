@@ -46,6 +46,7 @@ const LINE: u8 = b'L';
 const START: u8 = b'S';
 const END: u8 = b'E';
 const JOB: u8 = b'J';
+const EVENT: u8 = b'C';
 const FORGET: u8 = b'X';
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -62,6 +63,8 @@ static FLUSHER: Once = Once::new();
 /// - `E` thread, time, elapsed, message: the `done`/`fail` of the job that thread last started;
 /// - `J` time, elapsed, message, prefix, job: a job event standing alone (its `start` was not
 ///   recorded: lines were turned on while it ran);
+/// - `C` time, elapsed, message, context: an event whose context the caller wrote (an ordered batch's
+///   ` pid=… tid=… class=… ids=… count=…`, see [`event`]);
 /// - `X` thread: the thread is gone; the writer forgets its context.
 ///
 /// [`Output`] swaps the buffer for its spare one, so neither side allocates once both have grown to
@@ -120,6 +123,47 @@ fn put_bytes(records: &mut Vec<u8>, bytes: &[u8]) {
     let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
     records.extend_from_slice(&len.to_le_bytes());
     records.extend_from_slice(&bytes[..len as usize]);
+}
+
+/// A job event that is not a plain job's: its line's `message`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    Start = 0,
+    Done = 1,
+    Fail = 2,
+}
+
+/// An event number that is none of [`Event`]'s.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown job event {0}: expected 0 (start), 1 (done) or 2 (fail)")]
+pub struct UnknownEvent(pub i64);
+
+impl TryFrom<i64> for Event {
+    type Error = UnknownEvent;
+
+    fn try_from(n: i64) -> Result<Event, UnknownEvent> {
+        match n {
+            0 => Ok(Event::Start),
+            1 => Ok(Event::Done),
+            2 => Ok(Event::Fail),
+            other => Err(UnknownEvent(other)),
+        }
+    }
+}
+
+/// Records an event with the context its caller formatted (` pid=… tid=… class=… ids=…`), as the
+/// line `… <context>[ elapsed=…] INFO: <event>`, timed now, written with the job lines: an ordered
+/// batch's `start` and `done`/`fail`, which cost a Ruby formatter call each otherwise. Nothing when
+/// the job lines are off.
+pub fn event(context: &[u8], event: Event, elapsed: Option<Duration>) {
+    if !enabled() {
+        return;
+    }
+    let at = nanos_since_epoch(SystemTime::now());
+    let elapsed = elapsed.map_or(NO_ELAPSED, |e| {
+        u64::try_from(e.as_nanos()).unwrap_or(NO_ELAPSED - 1)
+    });
+    append(|records| put_event(records, at, elapsed, event as u8, context));
 }
 
 /// Writes out whatever waits in the sink, now (after any batch the writer is writing).
@@ -194,6 +238,7 @@ impl Output {
                 START => self.start(&mut reader),
                 END => self.end(&mut reader),
                 JOB => self.job(&mut reader),
+                EVENT => self.event(&mut reader),
                 FORGET => reader.u32().map(|thread| {
                     self.running.remove(&thread);
                 }),
@@ -240,6 +285,17 @@ impl Output {
         let raw = reader.bytes()?;
         self.clock.write(at, &mut self.text);
         put_context(&mut self.text, prefix, &Context::of(raw));
+        put_tail(&mut self.text, duration(elapsed), message);
+        Some(())
+    }
+
+    fn event(&mut self, reader: &mut Records<'_>) -> Option<()> {
+        let at = reader.u64()?;
+        let elapsed = reader.u64()?;
+        let message = MESSAGES.get(usize::from(reader.take(1)?[0]))?;
+        let context = reader.bytes()?;
+        self.clock.write(at, &mut self.text);
+        self.text.extend_from_slice(context);
         put_tail(&mut self.text, duration(elapsed), message);
         Some(())
     }
@@ -517,6 +573,14 @@ fn put_job(records: &mut Vec<u8>, at: u64, elapsed: u64, message: u8, prefix: &s
     put_bytes(records, raw);
 }
 
+fn put_event(records: &mut Vec<u8>, at: u64, elapsed: u64, message: u8, context: &[u8]) {
+    records.push(EVENT);
+    records.extend_from_slice(&at.to_le_bytes());
+    records.extend_from_slice(&elapsed.to_le_bytes());
+    records.push(message);
+    put_bytes(records, context);
+}
+
 /// ` pid=… tid=… class=… jid=…` and `bid`/`tags` when the job has them.
 fn put_context(out: &mut Vec<u8>, prefix: &[u8], ctx: &Context) {
     out.extend_from_slice(prefix);
@@ -616,6 +680,20 @@ mod tests {
         put_end(&mut records, 1, AT + 13_000_000, 12_400_000, 1);
         put_job(&mut records, AT, NO_ELAPSED, 0, " pid=7 tid=t3", raw);
         put_job(&mut records, AT, 1_500_000_000, 2, " pid=7 tid=t3", raw);
+        put_event(
+            &mut records,
+            AT,
+            NO_ELAPSED,
+            Event::Start as u8,
+            b" pid=7 tid=t4 class=W ids=a,b count=2",
+        );
+        put_event(
+            &mut records,
+            AT,
+            4_000_000,
+            Event::Fail as u8,
+            b" pid=7 tid=t4 class=W ids=a,b count=2",
+        );
         let text = formatted(&mut Output::default(), &records);
         assert_eq!(
             text,
@@ -624,8 +702,12 @@ mod tests {
              2025-11-23T11:45:00.124Z pid=7 tid=t2 class=Other jid=xyz bid=b1 INFO: start\n\
              2025-11-23T11:45:00.136Z pid=7 tid=t1 class=HardWorker jid=abc elapsed=0.012 INFO: done\n\
              2025-11-23T11:45:00.123Z pid=7 tid=t3 class=HardWorker jid=abc INFO: start\n\
-             2025-11-23T11:45:00.123Z pid=7 tid=t3 class=HardWorker jid=abc elapsed=1.5 INFO: fail\n"
+             2025-11-23T11:45:00.123Z pid=7 tid=t3 class=HardWorker jid=abc elapsed=1.5 INFO: fail\n\
+             2025-11-23T11:45:00.123Z pid=7 tid=t4 class=W ids=a,b count=2 INFO: start\n\
+             2025-11-23T11:45:00.123Z pid=7 tid=t4 class=W ids=a,b count=2 elapsed=0.004 INFO: fail\n"
         );
+        assert_eq!(Event::try_from(1), Ok(Event::Done));
+        assert_eq!(Event::try_from(3), Err(UnknownEvent(3)));
     }
 
     #[test]

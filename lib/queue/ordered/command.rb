@@ -16,7 +16,8 @@ module JobQueue
       USAGE = <<~TEXT
         Usage: queue ordered ACTION [options]
           stats                                   Lowkiq's stats document (JSON)
-          morgue WORKER                           morgue entries, one JSON line each
+          morgue WORKER                           morgue entries, one JSON line each (payloads as
+                                                  JSON; a Ruby object JSON cannot hold as {"$ruby": inspect})
           requeue WORKER ID...                    morgue entries back to the queue
           delete WORKER ID...                     morgue entries deleted
           requeue-all WORKER | delete-all WORKER  the whole morgue
@@ -60,7 +61,7 @@ module JobQueue
 
       def morgue(worker, options)
         Ordered.morgue(worker, sort: options[:sort], descending: options[:desc], offset: options[:offset], limit: options[:limit]).each do |entry|
-          @out.puts JSON.generate(entry.merge(payloads: entry[:payloads].map { |p, s| [p.inspect, s] }))
+          @out.puts JSON.generate(entry.merge(payloads: entry[:payloads].map { |p, s| [PayloadFormat.printable(p), s] }))
         end
       end
 

@@ -59,6 +59,27 @@ module JobQueue
       end
 
       FORMATS = {json: Json, marshal: Marshal}.freeze
+      # The key of the object that stands for a payload JSON cannot hold (see `printable`).
+      RUBY = "$ruby"
+
+      # A loaded payload as a JSON value, for output that is JSON (`queue ordered morgue`): itself
+      # when it holds only JSON's types (Hash keys Strings or Symbols, as a JSON payload may have them,
+      # Strings valid UTF-8, Floats finite), else `{"$ruby" => payload.inspect}`, a Marshal payload's
+      # Ruby object shown as Ruby shows it, labelled so that it is not mistaken for a String payload.
+      def self.printable(payload)
+        json_value?(payload) ? payload : {RUBY => payload.inspect.dup.force_encoding(Encoding::UTF_8).scrub}
+      end
+
+      def self.json_value?(value)
+        case value
+        when Integer, true, false, nil then true
+        when String then value.dup.force_encoding(Encoding::UTF_8).valid_encoding?
+        when Float then value.finite?
+        when Array then value.all? { |v| json_value?(v) }
+        when Hash then value.all? { |k, v| (k.is_a?(Symbol) || (k.is_a?(String) && json_value?(k))) && json_value?(v) }
+        else false
+        end
+      end
 
       def self.fetch(name)
         FORMATS.fetch(name) do

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "batch_log"
+
 module JobQueue
   module Ordered
     # One processor thread's ordered work. A fetch may take several batches of one shard's ids when
@@ -127,23 +129,27 @@ module JobQueue
         rescue Exception => e # rubocop:disable Lint/RescueException -- any load error (Marshal raises many kinds)
           broken[id] = e
         end
-        error = nil
-        unless payloads_by_id.empty?
-          begin
-            @config.run_ordered(worker, payloads_by_id)
-          rescue Shutdown
-            raise
-          rescue Exception => e # rubocop:disable Lint/RescueException
-            error = e
-            @config.report_error(e, context: "Ordered job raised exception", worker: worker.to_s, batch: payloads_by_id)
-          end
-        end
+        error = payloads_by_id.empty? ? nil : run_batch(worker, payloads_by_id)
         broken.each { |id, e| @config.report_error(e, context: "ordered payload of #{worker} id #{id} cannot be loaded") }
         outcomes = jobs.map do |id, retry_count, _perform_in, _payloads|
           failure = broken[id] || error
           [id, failure && [error_text(failure), retry_in(worker, retry_count + 1)]]
         end
         [outcomes, jobs.to_h { |id, _rc, _at, payloads| [id, payloads.first] }]
+      end
+
+      # Runs `perform` through the middlewares in the batch's log context, between its log lines;
+      # returns the error it raised (reported in that context: worker and ids), or nil.
+      def run_batch(worker, payloads_by_id)
+        Logging.with_batch(worker, payloads_by_id) do
+          BatchLog.around(@config) { @config.run_ordered(worker, payloads_by_id) }
+          nil
+        rescue Shutdown
+          raise
+        rescue Exception => e # rubocop:disable Lint/RescueException
+          @config.report_error(e, context: "Ordered job raised exception", worker: worker.to_s, batch: payloads_by_id)
+          e
+        end
       end
 
       # Settles what ran of `batch` (with the next fetch when `fetch`).

@@ -17,8 +17,8 @@ module JobQueue
         end
       end
 
-      # A Logger that hands each line to whatever JobQueue.logger is when it is written (the server
-      # swaps its default logger when it starts).
+      # A Logger that hands each line to whatever JobQueue.logger is when it is written (an app may
+      # set its own after Rails has booted).
       class LoggerProxy < ::Logger
         def initialize
           super(nil)
