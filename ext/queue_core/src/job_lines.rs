@@ -36,7 +36,7 @@ use crate::job_json::TopLevel;
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// Bytes of waiting records that make the writer go at once.
 const WAKE_AT: usize = 1 << 20;
-/// A job event's message, by its index in the record.
+/// A job event's message, by its index in the record ([`Event`] as a number).
 const MESSAGES: [&str; 4] = ["start", "done", "fail", "expired"];
 /// `elapsed` in a record that has none (`start`).
 const NO_ELAPSED: u64 = u64::MAX;
@@ -125,12 +125,14 @@ fn put_bytes(records: &mut Vec<u8>, bytes: &[u8]) {
     records.extend_from_slice(&bytes[..len as usize]);
 }
 
-/// A job event that is not a plain job's: its line's `message`.
+/// A job event: its line's `message`. [`event`] takes the first three from Ruby (an ordered batch's);
+/// `Expired` is a plain job's only (`JobLines::expired`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     Start = 0,
     Done = 1,
     Fail = 2,
+    Expired = 3,
 }
 
 /// An event number that is none of [`Event`]'s.
@@ -507,21 +509,22 @@ impl JobLines {
     }
 
     pub fn done(&self, raw: &[u8], elapsed: Duration) {
-        self.end(raw, elapsed, 1);
+        self.end(raw, elapsed, Event::Done);
     }
 
     pub fn fail(&self, raw: &[u8], elapsed: Duration) {
-        self.end(raw, elapsed, 2);
+        self.end(raw, elapsed, Event::Fail);
     }
 
     /// The job was dropped unrun: its `expires_at` had passed when it was to start.
     pub fn expired(&self, raw: &[u8], elapsed: Duration) {
-        self.end(raw, elapsed, 3);
+        self.end(raw, elapsed, Event::Expired);
     }
 
-    /// Records `done`, `fail` or `expired`: a few bytes when the writer knows the job from its `start`, else
-    /// the job's bytes too.
-    fn end(&self, raw: &[u8], elapsed: Duration, message: u8) {
+    /// Records `done`, `fail` or `expired`: a few bytes when the writer knows the job from its
+    /// `start`, else the job's bytes too.
+    fn end(&self, raw: &[u8], elapsed: Duration, event: Event) {
+        let message = event as u8;
         let started = self.started.replace(false);
         if !enabled() {
             return;
