@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod migrate;
 pub mod notify;
 pub mod ordered;
+pub mod pause;
 pub mod reply_mode;
 pub mod retry;
 pub mod scheduler;

@@ -146,9 +146,10 @@ impl Fetcher {
         }
         let mut s = lock(&self.slot);
         let index = s.buffer.front()?.index;
-        if self
-            .pace
-            .look_up_due(index, &self.shared.order, Instant::now())
+        if self.shared.paused.is_paused(index)
+            || self
+                .pace
+                .look_up_due(index, &self.shared.order, Instant::now())
         {
             return None;
         }
@@ -165,6 +166,7 @@ impl Fetcher {
                 return Ok(None);
             }
             self.recover_leftovers()?;
+            self.hand_back_paused()?;
             self.look_up_if_due()?;
             if let Some(job) = self.next_buffered() {
                 return Ok(Some(job));
@@ -485,6 +487,33 @@ impl Fetcher {
         self.round_trip(|c| {
             calls::claim_lost_batch(c, &shared, &tid, unsure.token, &unsure.queues, &working)
         })
+    }
+
+    /// Hands the unstarted jobs of paused queues (`pause.rs`) back to the head of their queues, in
+    /// the order they would have run: one round trip, only when a queue this fetcher holds jobs of
+    /// was paused. If it fails they are still in the working list and go back with the next
+    /// successful round trip.
+    fn hand_back_paused(&mut self) -> Result<()> {
+        let back: Vec<Unit> = {
+            let mut s = lock(&self.slot);
+            let paused = |u: &Unit| self.shared.paused.is_paused(u.index);
+            if !s.buffer.iter().any(paused) {
+                return Ok(());
+            }
+            let (back, keep): (VecDeque<Unit>, VecDeque<Unit>) =
+                s.buffer.drain(..).partition(paused);
+            s.buffer = keep;
+            Vec::from(back)
+        };
+        tracing::debug!(
+            jobs = back.len(),
+            "queue paused; unstarted jobs handed back"
+        );
+        if let Err(e) = self.round_trip(|c| calls::requeue_sync(c, &back)) {
+            self.stranded.extend(back);
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Before a buffered job starts: if its batch has aged, look at the queues that outrank it, and
