@@ -172,7 +172,10 @@ impl Fetcher {
                 return Ok(Some(job));
             }
             if let Some(unit) = self.shared.try_handoff() {
-                return Ok(Some(self.begin(unit)));
+                match self.begin_unless_paused(unit) {
+                    Some(job) => return Ok(Some(job)),
+                    None => continue,
+                }
             }
             if self.fetch_due() {
                 match self.fetch_batch()? {
@@ -194,7 +197,10 @@ impl Fetcher {
                 return Ok(None);
             }
             if let Some(unit) = self.shared.park(deadline - now) {
-                return Ok(Some(self.begin(unit)));
+                match self.begin_unless_paused(unit) {
+                    Some(job) => return Ok(Some(job)),
+                    None => continue,
+                }
             }
         }
     }
@@ -207,6 +213,16 @@ impl Fetcher {
             || self
                 .last_empty_fetch
                 .is_none_or(|t| t.elapsed() >= IDLE_RECHECK)
+    }
+
+    /// Starts a job an idle waiter handed over, unless its queue was paused since: then it joins the
+    /// buffer, which hands it back (`hand_back_paused`) on the next turn.
+    fn begin_unless_paused(&mut self, unit: Unit) -> Option<(String, Vec<u8>)> {
+        if self.shared.paused.is_paused(unit.index) {
+            lock(&self.slot).buffer.push_back(unit);
+            return None;
+        }
+        Some(self.begin(unit))
     }
 
     fn begin(&mut self, unit: Unit) -> (String, Vec<u8>) {
