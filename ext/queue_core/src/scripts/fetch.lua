@@ -20,9 +20,10 @@
 -- tail finds it at once. Every call is marked (token, pair, count; count 0 when it took nothing): if the
 -- reply never reaches the fetcher, the mark tells it the call ran (its count was applied, its returns
 -- handed back if it took anything), and the batch is the `count` leftmost of that working list, which
--- the fetcher claims with the token of the call it lost. The paused set is read once per call (one
--- command, usually of an empty key), so pausing costs no round trip and nothing per job. Handed-back jobs go to the right of their queue, in the order
--- they would have run, so they run next. Returns {} or {queue pair index, job, job, ...} (oldest first).
+-- the fetcher claims with the token of the call it lost. Handed-back jobs go to the right of their
+-- queue, in the order they would have run, so they run next. The paused set is read once per call (one
+-- command, usually of an empty key), so pausing costs no round trip and nothing per job.
+-- Returns {} or {queue pair index, job, job, ...} (oldest first).
 local concurrency = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local counted = tonumber(ARGV[3])
