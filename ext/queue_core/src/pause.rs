@@ -124,14 +124,25 @@ pub async fn refresh(conn: &mut Conn, shared: &FetchShared) -> Result<Change> {
     Ok(change)
 }
 
-/// Refreshes the paused flags every [`REFRESH`] until stopped.
+/// Refreshes the paused flags every [`REFRESH`] until stopped. A failure is logged once, not four
+/// times a second, until a refresh succeeds again.
 pub async fn watch(mut conn: Conn, shared: Arc<FetchShared>, mut stop: watch::Receiver<bool>) {
+    let mut failing = false;
     loop {
         tokio::select! {
             _ = stop.changed() => return,
             _ = tokio::time::sleep(REFRESH) => {
-                if let Err(e) = refresh(&mut conn, &shared).await {
-                    tracing::warn!(error = %e, "cannot read the paused queues; keeping the last known");
+                match refresh(&mut conn, &shared).await {
+                    Ok(_) if failing => {
+                        failing = false;
+                        tracing::info!("paused queues read again");
+                    }
+                    Ok(_) => {}
+                    Err(e) if !failing => {
+                        failing = true;
+                        tracing::warn!(error = %e, "cannot read the paused queues; keeping the last known");
+                    }
+                    Err(_) => {}
                 }
             }
         }
