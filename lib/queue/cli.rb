@@ -58,6 +58,8 @@ module JobQueue
       return Ordered::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) } if argv.first == "ordered"
       # `queue stats|retry|dead|morgue …`: the inspection API from a shell (lib/queue/api/command.rb).
       return inspect_command(argv.first, argv.drop(1)) if INSPECT_COMMANDS.include?(argv.first)
+      # `queue pause|unpause NAME`, `queue paused` (lib/queue/api/pause_command.rb).
+      return pause_command(argv.first, argv.drop(1)) if PAUSE_COMMANDS.include?(argv.first)
       # `queue web --port 7433`: the dashboard on its own server (lib/queue/web/command.rb).
       return Web::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) if options[:require] } if argv.first == "web"
 
@@ -116,6 +118,7 @@ module JobQueue
     end
 
     INSPECT_COMMANDS = %w[stats retry dead morgue].freeze
+    PAUSE_COMMANDS = %w[pause unpause paused].freeze
 
     private
 
@@ -123,6 +126,12 @@ module JobQueue
       require_relative "api"
       require_relative "api/command"
       API::Command.new(out: @out).run(command, argv) { |options| boot_app(options) if options[:require] }
+    end
+
+    def pause_command(command, argv)
+      require_relative "api"
+      require_relative "api/pause_command"
+      API::PauseCommand.new(out: @out).run(command, argv) { |options| boot_app(options) if options[:require] }
     end
 
     # Loads the app for a subcommand, with its environment.
@@ -135,6 +144,7 @@ module JobQueue
       OptionParser.new do |o|
         o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)\n" \
                    "       queue stats | retry|dead list|retry|delete | morgue list|retry|delete   (inspect; queue stats -h)\n" \
+                   "       queue pause|unpause NAME... | paused   (stop or resume fetching a queue; queue pause -h)\n" \
                    "       queue web [--port 7433]           (the dashboard; queue web -h)\n" \
                    "       queue feature enable|disable NAME | list   (feature flags in Redis; queue feature -h)\n" \
                    "       queue ordered ACTION              (ordered workers' stats and morgue; queue ordered -h)"

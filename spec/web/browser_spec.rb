@@ -73,6 +73,36 @@ RSpec.describe "the dashboard in Chromium", type: :feature do
     expect(page).not_to have_css("code", text: "order-17")
   end
 
+  it "pauses and unpauses a queue by clicking, and a running server follows" do
+    require_relative "../apps/basic"
+    server = ServerProcess.new(app: "basic.rb", args: ["-c", "2", "-q", "default"]).start
+    begin
+      EchoWorker.perform_async(1)
+      wait_until("the server to run the first job") { redis.llen("ran:echo") == 1 }
+
+      visit "/queues"
+      within(:xpath, "//tr[.//a[text()='default']]") { click_button "Pause" }
+      expect(page).to have_css(".flash", text: "Paused queue default")
+      expect(page).to have_css(".tag.warn", text: "paused")
+      expect(redis.smembers("jq:paused")).to eq(["default"])
+      screenshot("queues-paused")
+      # The server has seen it once its idle waiter no longer blocks on the queue.
+      wait_until("the server to stop waiting on default") { redis.info("clients")["blocked_clients"].to_i.zero? }
+      EchoWorker.perform_async(2)
+      expect(redis.llen("queue:default")).to eq(1)
+
+      visit "/queues/default"
+      expect(page).to have_content("paused")
+      click_button "Unpause"
+      expect(page).to have_css(".flash", text: "Unpaused queue default.")
+      expect(page).to have_current_path("/queues/default")
+      expect(redis.smembers("jq:paused")).to eq([])
+      wait_until("the server to run the job pushed while paused") { redis.llen("ran:echo") == 2 }
+    ensure
+      expect(server.stop.exitstatus).to eq(0)
+    end
+  end
+
   it "retries a dead job by clicking, and shows every page" do
     server = ServerProcess.new(app: "api_retry.rb", args: ["-c", "2", "-q", "default", "-g", "browser"]).start
     begin

@@ -72,6 +72,24 @@ RSpec.describe "JobQueue::Web pages and actions" do
       expect(JSON.parse(last_response.body).map { |q| [q["name"], q["size"]] }).to contain_exactly(["default", 30], ["web_other", 1])
     end
 
+    it "pauses and unpauses a queue: the list, the queue's page and the JSON API show it" do
+      expect(submit("/queues/default/pause")).to eq("Paused queue default: no process fetches from it; pushes go on.")
+      expect(redis.smembers("jq:paused")).to eq(["default"])
+      expect(page("/queues")[%r{<a href="/queues/default">default</a>.*?</tr>}m]).to include(">paused<", "/queues/default/unpause")
+      expect(page("/queues/default")).to include("· paused", "/queues/default/unpause")
+      get "/api/v1/queues"
+      expect(JSON.parse(last_response.body).find { |q| q["name"] == "default" }).to include("paused" => true)
+      expect(submit("/queues/default/unpause", "from" => "queue")).to eq("Unpaused queue default.")
+      expect(last_request.path).to eq("/queues/default")
+      expect(redis.smembers("jq:paused")).to eq([])
+      expect(page("/queues")[%r{<a href="/queues/default">default</a>.*?</tr>}m]).to include(">running<", "/queues/default/pause")
+    end
+
+    it "lists a paused queue that never had a push, so it can be unpaused" do
+      JobQueue::Queue.new("quiet_one").pause!
+      expect(page("/queues")).to include('href="/queues/quiet_one"', "/queues/quiet_one/unpause")
+    end
+
     it "deletes one job and clears a queue" do
       value = redis.lrange("queue:default", 0, -1).find { |j| JSON.parse(j)["jid"] == jids[3] }
       expect(submit("/queues/default/delete", "job" => value)).to eq("Deleted job #{jids[3]}.")

@@ -155,6 +155,13 @@ impl Keys {
         self.key("jq:stat:expired")
     }
 
+    /// SET of paused queue names (`JobQueue::Queue#pause!`). Fetches skip them (`fetch.lua`,
+    /// `ordered_fetch.lua`), and each server process's idle waiters leave them alone (`pause.rs`).
+    /// Ours: Sidekiq Pro's pausing is closed source, and its key is not documented.
+    pub fn paused(&self) -> String {
+        self.key("jq:paused")
+    }
+
     /// STRING holding the identity of the process that currently runs the scheduler.
     pub fn scheduler_lock(&self) -> String {
         self.key("jq:scheduler:leader")
@@ -185,6 +192,7 @@ mod tests {
         assert_eq!(k.queue("default"), "resque:gitlab:queue:default");
         assert_eq!(k.dead(), "resque:gitlab:dead");
         assert_eq!(k.alive(), "resque:gitlab:jq:alive");
+        assert_eq!(k.paused(), "resque:gitlab:jq:paused");
         assert_eq!(
             k.duplicate("authorized_projects", "ab12"),
             "resque:gitlab:duplicate:authorized_projects:ab12"

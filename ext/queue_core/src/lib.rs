@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod migrate;
 pub mod notify;
 pub mod ordered;
+pub mod pause;
 pub mod retry;
 pub mod scheduler;
 pub mod scripts;

@@ -3,7 +3,8 @@
 //! [`Server::start`] registers the process, beats once (recovering any dead process's jobs before it
 //! takes new ones), then runs on a small shared runtime: the heartbeat (Sidekiq's, every 5 s), the
 //! liveness beat, recovery and metrics flush (every 3 s), the scheduler (leading: awake when the next job is due and
-//! at least every 25 ms; standing by: every 2 s), and one idle waiter per queue. Processor threads get
+//! at least every 25 ms; standing by: every 2 s), the paused queues' refresh (every 250 ms, `pause.rs`),
+//! and one idle waiter per queue. Processor threads get
 //! their work through [`Server::fetcher`], on their own connections.
 //!
 //! Shutdown is explicit and ordered: [`Server::quiet`] stops handing out work; the processors finish
@@ -25,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::fetch::{calls, idle, FetchShared, Fetcher, QueueOrder};
 use crate::link::connection::{Conn, Redis};
 use crate::supervisor::Supervisor;
-use crate::{heartbeat, liveness, metrics, scheduler};
+use crate::{heartbeat, liveness, metrics, pause, scheduler};
 
 /// What a server process is.
 #[derive(Debug, Clone)]
@@ -98,6 +99,8 @@ impl Server {
             liveness::register(&mut conn, &config.identity, &idle_lists).await?;
             liveness::beat_and_recover(&mut conn, &shared).await?;
             heartbeat::beat(&mut conn, &shared, &config.info_json).await?;
+            // Before any idle waiter is armed, so none takes from a queue paused already.
+            pause::refresh(&mut conn, &shared).await?;
             Ok::<_, Error>(())
         })?;
 
@@ -113,6 +116,7 @@ impl Server {
             supervisor.clone(),
             stop_rx.clone(),
         )));
+        tasks.push(rt.spawn(pause::watch(redis.conn(), shared.clone(), stop_rx.clone())));
         tasks.extend(supervisor.spawn(&rt, shared.clone(), stop_rx.clone()));
         if config.scheduler {
             tasks.push(rt.spawn(scheduler_loop(
@@ -137,6 +141,15 @@ impl Server {
 
     pub fn identity(&self) -> &str {
         &self.shared.identity
+    }
+
+    /// This process's queues that it sees paused (as of its last read of the paused set).
+    pub fn paused(&self) -> Vec<String> {
+        let order = &self.shared.order;
+        (0..order.len())
+            .filter(|&i| self.shared.paused.is_paused(i))
+            .map(|i| order.name(i).to_owned())
+            .collect()
     }
 
     fn check_pid(&self) -> Result<()> {

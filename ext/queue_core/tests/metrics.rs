@@ -253,6 +253,12 @@ fn gauges_come_from_the_queues_sets_processes_and_ordered_morgues() {
         .exec(&mut c)
         .expect("SADD");
     let server = server(&t, &[("other", 1)]);
+    redis::cmd("SADD")
+        .arg(t.key("jq:paused"))
+        .arg("waiting")
+        .arg("never_pushed")
+        .exec(&mut c)
+        .expect("SADD");
 
     let text = scrape_text(
         &t,
@@ -267,6 +273,10 @@ fn gauges_come_from_the_queues_sets_processes_and_ordered_morgues() {
     let latency = s[r#"queue_queue_latency_seconds{queue="waiting"}"#];
     assert!((100.0..110.0).contains(&latency), "{latency}");
     assert_eq!(s[r#"queue_queue_latency_seconds{queue="empty"}"#], 0.0);
+    assert_eq!(s[r#"queue_queue_paused{queue="waiting"}"#], 1.0);
+    assert_eq!(s[r#"queue_queue_paused{queue="empty"}"#], 0.0);
+    assert_eq!(s[r#"queue_queue_paused{queue="never_pushed"}"#], 1.0);
+    assert_eq!(s[r#"queue_queue_size{queue="never_pushed"}"#], 0.0);
     assert_eq!(s["queue_scheduled_size"], 1.0);
     assert_eq!(s["queue_retry_size"], 2.0);
     assert_eq!(s["queue_dead_size"], 3.0);

@@ -32,6 +32,13 @@ module JobQueue
 
     def shards_count = worker.shards_count
 
+    # Pausing, as for plain queues (JobQueue::Queue#pause!): one set of paused names, by queue_name.
+    def paused? = Queue.new(queue_name).paused?
+
+    def pause! = Queue.new(queue_name).pause!
+
+    def unpause! = Queue.new(queue_name).unpause!
+
     # Lowkiq's numbers for this queue: {"length", "morgue_length", "lag"}, read now.
     def stats = Ordered.stats([worker]).fetch("by_worker").fetch(name)
 

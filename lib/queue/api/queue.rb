@@ -21,7 +21,18 @@ module JobQueue
 
     def size = API.engine.queue_size(name)
 
-    def paused? = false
+    # Names of the paused queues, sorted (one SMEMBERS).
+    def self.paused_names = API.engine.api_paused_queues
+
+    # Whether fetching from this queue is paused (pause!), for every process.
+    def paused? = self.class.paused_names.include?(name)
+
+    # Stops every server process fetching from this queue within a second; pushes go on and the jobs
+    # wait. Sidekiq Pro's name. Returns true if it was running until now.
+    def pause! = API.engine.api_queue_pause(name)
+
+    # Lets every process fetch from it again. Returns true if it was paused until now.
+    def unpause! = API.engine.api_queue_unpause(name)
 
     # Seconds the oldest job has waited.
     def latency = API.engine.api_queue_latency(name)

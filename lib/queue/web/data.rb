@@ -27,15 +27,22 @@ module JobQueue
         {"processed" => h.processed.to_a.reverse, "failed" => h.failed.to_a.reverse}
       end
 
+      # Every known queue, and every paused one even if it never had a push (so it can be unpaused).
       def queues
-        JobQueue::Queue.all.map { |q| queue_info(q) }
+        paused = JobQueue::Queue.paused_names
+        names = (JobQueue::Queue.all.map(&:name) | paused).sort
+        names.map { |name| queue_info(JobQueue::Queue.new(name), paused) }
       end
 
-      def queue(name) = queue_info(JobQueue::Queue.new(name))
+      def queue(name) = queue_info(JobQueue::Queue.new(name), JobQueue::Queue.paused_names)
 
-      def queue_info(q)
-        {name: q.name, size: q.size, latency: q.latency, paused: q.paused?}
+      def queue_info(q, paused)
+        {name: q.name, size: q.size, latency: q.latency, paused: paused.include?(q.name)}
       end
+
+      def pause_queue(name) = JobQueue::Queue.new(name).pause!
+
+      def unpause_queue(name) = JobQueue::Queue.new(name).unpause!
 
       # A page of a queue's jobs (JobRecords), the newest first.
       def queue_page(name, offset, count)

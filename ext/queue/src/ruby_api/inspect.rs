@@ -6,6 +6,7 @@
 use magnus::{prelude::*, Error, RArray, RString, Ruby};
 use queue_core::api::sets::{self, Action, JobSet};
 use queue_core::api::{dedup, processes, queues, stats, Filtered};
+use queue_core::pause;
 
 use super::engine::{with_conn, Engine};
 use super::{bytes_of, utf8_string};
@@ -88,6 +89,18 @@ impl Engine {
 
     fn api_queue_clear(&self, queue: String) -> Result<(), Error> {
         self.run(async |c| queues::clear(c, &queue).await)
+    }
+
+    fn api_queue_pause(&self, queue: String) -> Result<bool, Error> {
+        self.run(async |c| pause::pause(c, &queue).await)
+    }
+
+    fn api_queue_unpause(&self, queue: String) -> Result<bool, Error> {
+        self.run(async |c| pause::unpause(c, &queue).await)
+    }
+
+    fn api_paused_queues(&self) -> Result<Vec<String>, Error> {
+        self.run(async |c| pause::paused(c).await)
     }
 
     // ---- schedule, retry, dead ----------------------------------------------------------------
@@ -310,6 +323,18 @@ pub fn define(_ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     e.define_method(
         "api_queue_clear",
         magnus::method!(Engine::api_queue_clear, 1),
+    )?;
+    e.define_method(
+        "api_queue_pause",
+        magnus::method!(Engine::api_queue_pause, 1),
+    )?;
+    e.define_method(
+        "api_queue_unpause",
+        magnus::method!(Engine::api_queue_unpause, 1),
+    )?;
+    e.define_method(
+        "api_paused_queues",
+        magnus::method!(Engine::api_paused_queues, 0),
     )?;
     e.define_method("api_set_size", magnus::method!(Engine::api_set_size, 1))?;
     e.define_method("api_set_page", magnus::method!(Engine::api_set_page, 3))?;

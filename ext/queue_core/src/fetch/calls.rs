@@ -37,7 +37,8 @@ pub fn fetch_invocation(
     let mut inv = scripts::FETCH.prepare_invoke();
     inv.key(keys.stat_processed())
         .key(keys.stat_processed_on(&utc_date()))
-        .key(keys.fetch_marks(&shared.identity));
+        .key(keys.fetch_marks(&shared.identity))
+        .key(keys.paused());
     for &(q, _) in req.queues {
         inv.key(keys.queue(shared.order.name(q))).key(&working[q]);
     }
@@ -52,6 +53,9 @@ pub fn fetch_invocation(
         .arg(req.mark.1);
     for &(_, most) in req.queues {
         inv.arg(most);
+    }
+    for &(q, _) in req.queues {
+        inv.arg(shared.order.name(q));
     }
     for r in req.returns {
         inv.arg(&r.raw);

@@ -146,9 +146,10 @@ impl Fetcher {
         }
         let mut s = lock(&self.slot);
         let index = s.buffer.front()?.index;
-        if self
-            .pace
-            .look_up_due(index, &self.shared.order, Instant::now())
+        if self.shared.paused.is_paused(index)
+            || self
+                .pace
+                .look_up_due(index, &self.shared.order, Instant::now())
         {
             return None;
         }
@@ -165,12 +166,16 @@ impl Fetcher {
                 return Ok(None);
             }
             self.recover_leftovers()?;
+            self.hand_back_paused()?;
             self.look_up_if_due()?;
             if let Some(job) = self.next_buffered() {
                 return Ok(Some(job));
             }
             if let Some(unit) = self.shared.try_handoff() {
-                return Ok(Some(self.begin(unit)));
+                match self.begin_unless_paused(unit) {
+                    Some(job) => return Ok(Some(job)),
+                    None => continue,
+                }
             }
             if self.fetch_due() {
                 match self.fetch_batch()? {
@@ -192,7 +197,10 @@ impl Fetcher {
                 return Ok(None);
             }
             if let Some(unit) = self.shared.park(deadline - now) {
-                return Ok(Some(self.begin(unit)));
+                match self.begin_unless_paused(unit) {
+                    Some(job) => return Ok(Some(job)),
+                    None => continue,
+                }
             }
         }
     }
@@ -205,6 +213,16 @@ impl Fetcher {
             || self
                 .last_empty_fetch
                 .is_none_or(|t| t.elapsed() >= IDLE_RECHECK)
+    }
+
+    /// Starts a job an idle waiter handed over, unless its queue was paused since: then it joins the
+    /// buffer, which hands it back (`hand_back_paused`) on the next turn.
+    fn begin_unless_paused(&mut self, unit: Unit) -> Option<(String, Vec<u8>)> {
+        if self.shared.paused.is_paused(unit.index) {
+            lock(&self.slot).buffer.push_back(unit);
+            return None;
+        }
+        Some(self.begin(unit))
     }
 
     fn begin(&mut self, unit: Unit) -> (String, Vec<u8>) {
@@ -505,6 +523,33 @@ impl Fetcher {
         self.round_trip(|c| {
             calls::claim_lost_batch(c, &shared, &tid, unsure.token, &unsure.queues, &working)
         })
+    }
+
+    /// Hands the unstarted jobs of paused queues (`pause.rs`) back to the head of their queues, in
+    /// the order they would have run: one round trip, only when a queue this fetcher holds jobs of
+    /// was paused. If it fails they are still in the working list and go back with the next
+    /// successful round trip.
+    fn hand_back_paused(&mut self) -> Result<()> {
+        let back: Vec<Unit> = {
+            let mut s = lock(&self.slot);
+            let paused = |u: &Unit| self.shared.paused.is_paused(u.index);
+            if !s.buffer.iter().any(paused) {
+                return Ok(());
+            }
+            let (back, keep): (VecDeque<Unit>, VecDeque<Unit>) =
+                s.buffer.drain(..).partition(paused);
+            s.buffer = keep;
+            Vec::from(back)
+        };
+        tracing::debug!(
+            jobs = back.len(),
+            "queue paused; unstarted jobs handed back"
+        );
+        if let Err(e) = self.round_trip(|c| calls::requeue_sync(c, &back)) {
+            self.stranded.extend(back);
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Before a buffered job starts: if its batch has aged, look at the queues that outrank it, and

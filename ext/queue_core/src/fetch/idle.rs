@@ -8,6 +8,9 @@
 //! the task only stops between commands. To stop without waiting out the timeout, the server sends
 //! `CLIENT UNBLOCK` to the published client ids, which ends a `BLMOVE` as if it had timed out (no job
 //! moved, none lost).
+//!
+//! A paused queue's waiter is not armed (`pause.rs` keeps the process's paused flags); pausing ends its
+//! `BLMOVE` the same way, and a job it took before the flag was seen goes back to the queue's head.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +50,14 @@ pub async fn run(shared: Arc<FetchShared>, index: usize, working: String) {
             }
             continue;
         }
+        if shared.paused.is_paused(index) {
+            // Re-armed by the refresh that sees the queue unpaused (it wakes the waiters).
+            let notified = shared.idle_wakeup.notified();
+            if shared.paused.is_paused(index) && !shared.is_quiet() {
+                let _ = tokio::time::timeout(Duration::from_secs(1), notified).await;
+            }
+            continue;
+        }
         if let Err(e) = conn.connect().await {
             tracing::warn!(queue = %queue, error = %e, "idle wait cannot connect; retrying");
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -75,11 +86,16 @@ pub async fn run(shared: Arc<FetchShared>, index: usize, working: String) {
                     working: working.clone(),
                     key_released: false,
                 };
-                // The process went quiet while the BLMOVE waited: put the job back at the head of
-                // its queue for another process, rather than hold it unrun until this one stops.
-                if let Some(unit) = shared.hand_off(unit) {
+                // The process went quiet, or the queue was paused, while the BLMOVE waited: put the
+                // job back at the head of its queue, rather than hold it unrun.
+                let back = if shared.paused.is_paused(index) {
+                    Some(unit)
+                } else {
+                    shared.hand_off(unit)
+                };
+                if let Some(unit) = back {
                     if let Err(e) = super::calls::requeue(&mut conn, &[unit]).await {
-                        tracing::warn!(queue = %queue, error = %e, "cannot requeue a job taken while going quiet; it goes back when the process stops");
+                        tracing::warn!(queue = %queue, error = %e, "cannot requeue a job taken while going quiet or paused; it goes back when the process stops");
                     }
                 }
             }

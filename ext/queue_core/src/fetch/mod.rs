@@ -22,6 +22,9 @@
 //! so a `kill -9` re-runs only the jobs that were running. A batch older than a few milliseconds looks
 //! at the higher queues before its next job starts, and hands its unstarted jobs back when they have
 //! work, so prefetching never makes a higher queue wait.
+//!
+//! A paused queue ([`crate::pause`]) is skipped by `fetch.lua` itself; the idle waiters and the
+//! prefetched jobs follow the process's paused flags, refreshed every 250 ms.
 
 pub mod calls;
 pub mod fetcher;

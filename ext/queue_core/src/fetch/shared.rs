@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::link::connection::Redis;
 use crate::metrics::Metrics;
+use crate::pause::PausedFlags;
 
 use super::{QueueOrder, Unit};
 
@@ -31,6 +32,8 @@ pub struct FetchShared {
     pub max_batch: usize,
     /// What the fetchers counted for Prometheus, flushed with the liveness beat.
     pub metrics: Metrics,
+    /// Which of the process's queues are paused (`pause.rs`), by queue index.
+    pub paused: PausedFlags,
     quiet: AtomicBool,
     handoff: Mutex<VecDeque<Unit>>,
     work_ready: Condvar,
@@ -71,6 +74,7 @@ impl FetchShared {
         Arc::new(FetchShared {
             redis,
             metrics,
+            paused: PausedFlags::new(order.len()),
             identity: identity.to_owned(),
             order,
             concurrency: concurrency.max(1),
@@ -164,6 +168,14 @@ impl FetchShared {
         }
     }
 
+    /// The client id of the idle waiter of `queue`, while its `BLMOVE` runs.
+    pub(crate) fn blocked_client(&self, queue: &str) -> Option<i64> {
+        lock(&self.blocked_clients)
+            .iter()
+            .find(|(q, _)| q == queue)
+            .map(|(_, id)| *id)
+    }
+
     /// Client ids of the idle waiters blocked right now.
     pub fn blocked_clients(&self) -> Vec<i64> {
         lock(&self.blocked_clients)
@@ -212,7 +224,8 @@ impl FetchShared {
 
     /// Takes the newest unstarted job of the sibling holding the most, so a prefetched batch never
     /// waits behind a slow job while another thread of the process is idle. The job stays in its
-    /// working list, and its ack names that list, so nothing about its safety changes.
+    /// working list, and its ack names that list, so nothing about its safety changes. A job of a
+    /// paused queue is left for its fetcher to hand back.
     pub(crate) fn steal(&self, me: &Arc<Mutex<Slot>>) -> Option<Unit> {
         let slots = lock(&self.slots);
         let mut best: Option<(&Arc<Mutex<Slot>>, usize)> = None;
@@ -222,7 +235,12 @@ impl FetchShared {
                 best = Some((slot, held));
             }
         }
-        best.and_then(|(slot, _)| lock(slot).buffer.pop_back())
+        let (slot, _) = best?;
+        let mut s = lock(slot);
+        if self.paused.is_paused(s.buffer.back()?.index) {
+            return None;
+        }
+        s.buffer.pop_back()
     }
 
     pub(crate) fn register(&self, slot: Arc<Mutex<Slot>>) {

@@ -123,6 +123,18 @@ impl Collector for Snapshot {
                     .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
             }
         }
+        {
+            let mut family = e.encode_descriptor(
+                "queue_paused",
+                "1 while the queue is paused (no process fetches from it), else 0.",
+                None,
+                MetricType::Gauge,
+            )?;
+            for q in &self.queues {
+                ConstGauge::new(i64::from(q.paused))
+                    .encode(family.encode_family(&[("queue", q.name.as_str())])?)?;
+            }
+        }
         gauge(
             e,
             "scheduled_size",

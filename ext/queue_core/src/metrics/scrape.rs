@@ -1,5 +1,5 @@
 //! One scrape's figures, read from Redis in at most three pipelined round trips:
-//! 1. queue and process names, the counters hash, the `schedule`/`retry`/`dead` sizes;
+//! 1. queue, paused queue and process names, the counters hash, the `schedule`/`retry`/`dead` sizes;
 //! 2. per queue `LLEN` and its oldest job (`LINDEX -1`, for the latency), per process `HGET busy`;
 //! 3. per ordered worker, its length, morgue size and lag (`ordered::stats`), only if there are any.
 //!
@@ -51,6 +51,8 @@ pub struct QueueGauge {
     pub size: i64,
     /// Seconds the oldest job has waited (0 when empty).
     pub latency: f64,
+    /// Paused (`pause.rs`): no process fetches from it.
+    pub paused: bool,
 }
 
 /// Everything one scrape reports.
@@ -80,6 +82,7 @@ pub fn scrape(conn: &mut SyncConn, ordered: &[OrderedWorker]) -> Result<Snapshot
     first.cmd("ZCARD").arg(keys.schedule());
     first.cmd("ZCARD").arg(keys.retry());
     first.cmd("ZCARD").arg(keys.dead());
+    first.cmd("SMEMBERS").arg(keys.paused());
     type First = (
         Vec<String>,
         Vec<String>,
@@ -87,9 +90,14 @@ pub fn scrape(conn: &mut SyncConn, ordered: &[OrderedWorker]) -> Result<Snapshot
         i64,
         i64,
         i64,
+        Vec<String>,
     );
-    let (mut names, processes, fields, scheduled, retry, dead): First = conn.pipe(&first)?;
+    let (mut names, processes, fields, scheduled, retry, dead, paused): First =
+        conn.pipe(&first)?;
+    // A paused queue is reported even before its first push.
+    names.extend(paused.iter().cloned());
     names.sort();
+    names.dedup();
 
     let mut second = redis::pipe();
     for name in &names {
@@ -115,6 +123,7 @@ pub fn scrape(conn: &mut SyncConn, ordered: &[OrderedWorker]) -> Result<Snapshot
                 _ => 0.0,
             };
             QueueGauge {
+                paused: paused.contains(&name),
                 name,
                 size,
                 latency,

@@ -10,6 +10,9 @@
 //! hand are in processing, so nothing else runs them meanwhile — and a shard's ids are fetched by one
 //! thread anyway, so holding them takes no work from a sibling.
 //!
+//! A paused queue (`pause.rs`) gives nothing: the script looks its name up in the paused set first,
+//! inside the same call. The ids already in hand (at most a fetch's ~2 ms of work) still run.
+//!
 //! Schedulers (Lowkiq's two): [`Scheduler::Lag`] (the default) picks the shard whose oldest due id is
 //! oldest; [`Scheduler::Seq`] goes round the shards, starting one further on each call. Both decide
 //! inside the script, so picking costs no extra round trip.
@@ -139,7 +142,8 @@ impl OrderedFetcher {
             return Ok(None);
         }
         let mut inv = FETCH.prepare_invoke();
-        inv.key(self.queue.keys().leases());
+        inv.key(self.queue.keys().leases())
+            .key(self.queue.keys().paused());
         self.fetch_args(&mut inv, shards);
         let reply: Value = conn.script(&inv)?;
         let batch = parse_batch(reply)?;
@@ -178,7 +182,8 @@ impl OrderedFetcher {
             return Ok((s, None));
         }
         let mut inv = SETTLE_FETCH.prepare_invoke();
-        inv.key(self.queue.keys().leases());
+        inv.key(self.queue.keys().leases())
+            .key(self.queue.keys().paused());
         match settled {
             Some((shard, outcomes)) => {
                 inv.arg(settle_args_len(outcomes));
@@ -227,7 +232,8 @@ impl OrderedFetcher {
                 Scheduler::Lag => "lag",
                 Scheduler::Seq => "seq",
             })
-            .arg(self.fetch_size());
+            .arg(self.fetch_size())
+            .arg(self.queue.keys().queue());
         for s in &order {
             inv.arg(*s);
         }

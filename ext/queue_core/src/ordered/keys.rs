@@ -130,6 +130,11 @@ impl OrderedKeys {
     pub fn members(&self) -> String {
         format!("{}jq:ordered:{}:members", self.namespace, self.queue)
     }
+
+    /// The engine's SET of paused queue names (`Keys::paused`), which plain and ordered queues share.
+    pub fn paused(&self) -> String {
+        crate::keys::Keys::new(&self.namespace).paused()
+    }
 }
 
 /// The shard of an id: CRC-32 (IEEE) of the id's bytes modulo `shards_count`, as Lowkiq computes it
@@ -179,5 +184,6 @@ mod tests {
         assert_eq!(ns.payloads("1"), "resque:gitlab:lowkiq:A:v1:Q:payloads:1");
         assert_eq!(ns.leases(), "resque:gitlab:jq:ordered:Q:leases");
         assert_eq!(ns.members(), "resque:gitlab:jq:ordered:Q:members");
+        assert_eq!(ns.paused(), "resque:gitlab:jq:paused");
     }
 }

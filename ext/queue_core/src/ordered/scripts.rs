@@ -31,7 +31,7 @@ pub static FETCH: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         lua!("ordered_lib.lua"),
         lua!("ordered_fetch.lua"),
-        "return ordered_fetch(KEYS[1], ARGV)\n"
+        "return ordered_fetch(KEYS[1], KEYS[2], ARGV)\n"
     ))
 });
 

@@ -2,9 +2,10 @@
 -- whole state into the `processing:*` keys in the same atomic step.
 --
 -- leases (KEYS[1])  the queue's lease hash (shard -> owner identity)
+-- paused (KEYS[2])  the paused queue names (SET): a paused queue gives nothing
 -- ARGV[1]  the queue's key prefix   ARGV[2]  this process's identity
 -- ARGV[3]  'lag' (the shard whose oldest due id is oldest) or 'seq' (the first listed shard with a due id)
--- ARGV[4]  batch size   ARGV[5 ..]  candidate shards
+-- ARGV[4]  batch size   ARGV[5]  the queue's name   ARGV[6 ..]  candidate shards
 --
 -- A shard is only read while the lease hash names this process as its owner. An id already in
 -- processing (left by a previous owner, or taken by a sibling thread) is skipped, so one id never runs
@@ -12,8 +13,9 @@
 -- morgue with the reason, its bad value renamed to `morgue:invalid:payloads:<id>`.
 -- Returns {} or {shard, {id, retry_count, perform_in, {payload, score, ...}}, ...}.
 --
--- A library chunk: it defines `ordered_fetch(leases, args)`, which the fetch script calls with
--- (KEYS[1], ARGV) and the settle-and-fetch script with its share of ARGV (`ordered_settle_fetch.lua`).
+-- A library chunk: it defines `ordered_fetch(leases, paused, args)`, which the fetch script calls with
+-- (KEYS[1], KEYS[2], ARGV) and the settle-and-fetch script with its share of ARGV
+-- (`ordered_settle_fetch.lua`).
 -- Takes up to `batch` due ids of shard `s` that are not in processing; returns {s, entries...}.
 -- The batch's index updates are one command per key for all its ids (ordered_each), so a batch of
 -- twenty costs about as many commands as a batch of one plus two per id (its payloads' ZRANGE and
@@ -88,18 +90,21 @@ local function ordered_take(p, s, batch, now)
   return out
 end
 
-local function ordered_fetch(leases, ARGV)
+local function ordered_fetch(leases, paused, ARGV)
   local p, me, mode, batch = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+  if redis.call('SISMEMBER', paused, ARGV[5]) == 1 then
+    return {}
+  end
   local now = ordered_time()
-  local owners = redis.call('HMGET', leases, unpack(ARGV, 5))
+  local owners = redis.call('HMGET', leases, unpack(ARGV, 6))
   -- The held shards with a due id, in the scheduler's order: listed order for seq, oldest due id first
   -- (listed order among equals) for lag. The first one that yields an id not already in processing is
   -- taken from, so a shard whose due ids are all running (pushed again while they run) does not
   -- hold up the others.
   local candidates = {}
-  for i = 5, #ARGV do
+  for i = 6, #ARGV do
     local s = ARGV[i]
-    if owners[i - 4] == me then
+    if owners[i - 5] == me then
       local first = redis.call('ZRANGE', p .. 'ids_scored_by_perform_in:' .. s, '0', '0', 'WITHSCORES')
       local at = first[2] and tonumber(first[2])
       if at and at <= now then

@@ -2,7 +2,7 @@
 -- one call per job on top of its push, not two. Appended to the ordered_settle and ordered_fetch
 -- library chunks (see `ordered::scripts`).
 --
--- KEYS[1]  the queue's lease hash
+-- KEYS[1]  the queue's lease hash   KEYS[2]  the paused queue names (a paused queue fetches nothing)
 -- ARGV[1]  how many of the following arguments are the settle's (0: fetch only)
 -- ARGV[2 .. 1 + ARGV[1]]  the settle's arguments, as `ordered_settle.lua` documents them
 -- the rest  the fetch's arguments, as `ordered_fetch.lua` documents them
@@ -19,4 +19,4 @@ local settled = 0
 if n > 0 then
   settled = ordered_settle(KEYS[1], settle_args)
 end
-return {settled, ordered_fetch(KEYS[1], fetch_args)}
+return {settled, ordered_fetch(KEYS[1], KEYS[2], fetch_args)}
