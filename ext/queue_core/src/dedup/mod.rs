@@ -175,6 +175,7 @@ impl Release {
         let mut job = Job::parse(raw).ok()?;
         let jid = new_jid();
         let now = now_f64();
+        let form = job.time_form();
         job.set("jid", Value::String(jid.clone()));
         for field in [
             DUPLICATE_OF,
@@ -188,8 +189,8 @@ impl Release {
             job.remove(field);
         }
         job.set(RESCHEDULED_ONCE, Value::Bool(true));
-        job.set_float("created_at", now);
-        job.set_float("enqueued_at", now);
+        job.set_time("created_at", now, form);
+        job.set_time("enqueued_at", now, form);
         Some((job.to_json(), jid))
     }
 
