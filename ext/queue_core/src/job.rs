@@ -134,8 +134,9 @@ impl Job {
     pub fn set_time(&mut self, field: &str, secs: f64, form: TimeForm) {
         match form {
             TimeForm::Seconds => self.set_float(field, secs),
-            // Epoch milliseconds fit an i64 for the next 292 million years.
-            TimeForm::Millis => self.set(field, Value::from((secs * 1000.0).round() as i64)),
+            // Whole milliseconds, truncated as Sidekiq 8's `clock_gettime(…, :millisecond)`; they
+            // fit an i64 for the next 292 million years.
+            TimeForm::Millis => self.set(field, Value::from((secs * 1000.0).floor() as i64)),
         }
     }
 
@@ -234,7 +235,7 @@ mod tests {
         job.stamp("enqueued_at", 1763985601.2345);
         assert_eq!(
             job.to_json(),
-            r#"{"created_at":1763985600123,"enqueued_at":1763985601235}"#
+            r#"{"created_at":1763985600123,"enqueued_at":1763985601234}"#
         );
         let mut job = Job::parse(r#"{"created_at":1763985600.5}"#).unwrap();
         job.stamp("enqueued_at", 1763985601.0);
