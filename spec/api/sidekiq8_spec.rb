@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
+require "rack/test"
 require "queue/api"
+require "queue/metrics"
 require_relative "../apps/api_retry"
 
 # Sidekiq 8 writes a job's created_at, enqueued_at, failed_at and retried_at as integer epoch
@@ -31,6 +33,16 @@ RSpec.describe "Sidekiq 7.3 and 8.0 formats" do
       expect(job7.enqueued_at).to eq(Time.at(1763985600.456789).utc)
       # The engine's latency (Queue#latency, Stats, the metrics scrape) reads the same way.
       expect(JobQueue::Queue.new("sk8").latency).to be_within(1).of(5)
+    end
+
+    it "gives an 8.0 job's latency in seconds to Stats and /metrics" do
+      redis.sadd?("queues", "default")
+      redis.lpush("queue:default", JSON.generate(job("job_8_0.json").merge("enqueued_at" => now_ms - 7000)))
+
+      expect(JobQueue::Stats.new.default_queue_latency).to be_within(1).of(7)
+      response = Rack::MockRequest.new(JobQueue::Metrics).get("/")
+      expect(response.status).to eq(200)
+      expect(response.body[/^queue_queue_latency_seconds\{queue="default"\} (\S+)$/, 1].to_f).to be_within(1).of(7)
     end
 
     it "shows retry and dead entries' failed_at, retried_at and created_at, not in the year 58871" do

@@ -452,4 +452,20 @@ mod tests {
             "{json}"
         );
     }
+
+    #[test]
+    fn a_rescheduled_sidekiq_8_job_keeps_millisecond_times() {
+        let rel = Release {
+            key: "duplicate:q:x".into(),
+            jid: "old".into(),
+            ttl: 60,
+            reschedule: true,
+        };
+        let raw = br#"{"class":"W","args":[],"jid":"old","created_at":1763985600123,"failed_at":1763985601000}"#;
+        let (json, _) = rel.rescheduled(raw).expect("readable");
+        let job = Job::parse(&json).unwrap();
+        assert!(job.get("created_at").is_some_and(Value::is_i64), "{json}");
+        assert!(job.get("enqueued_at").is_some_and(Value::is_i64), "{json}");
+        assert!(job.get("failed_at").is_none(), "{json}");
+    }
 }
