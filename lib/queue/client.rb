@@ -187,7 +187,7 @@ module JobQueue
         at = job.delete("at")
         engine.schedule([[at.to_f, JSON.generate(job)]])
       else
-        job["enqueued_at"] = Time.now.to_f
+        job["enqueued_at"] = Timestamp.for_job(job, Time.now.to_f)
         engine.push(job["queue"], [JSON.generate(job)])
       end
     end
@@ -203,7 +203,7 @@ module JobQueue
       enqueued_at = Time.now.to_f
       now.group_by { |j| j["queue"] }.each do |queue, group|
         group.each_slice(BULK_SLICE) do |slice|
-          engine.push(queue, slice.map { |j| j["enqueued_at"] = enqueued_at; JSON.generate(j) })
+          engine.push(queue, slice.map { |j| j["enqueued_at"] = Timestamp.for_job(j, enqueued_at); JSON.generate(j) })
         end
       end
     end
@@ -244,7 +244,7 @@ module JobQueue
     # What the engine pushes for one job: jid, JSON, the JSON of the arguments to hash, run-at.
     def dedup_entry(job, worker_class, enqueued_at)
       at = job.delete("at")
-      job["enqueued_at"] = enqueued_at unless at
+      job["enqueued_at"] = Timestamp.for_job(job, enqueued_at) unless at
       [job["jid"].to_s, JSON.generate(job), idempotency_args(worker_class, job["args"]), at&.to_f]
     end
 

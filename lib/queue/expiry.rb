@@ -20,7 +20,7 @@ module JobQueue
     # from "created_at". Returns the job.
     def stamp!(job)
       ttl = job.delete("expires_in") or return job
-      job["expires_at"] = (job["at"] || job["created_at"]).to_f + ttl.to_f
+      job["expires_at"] = (job["at"] || Timestamp.seconds(job["created_at"])).to_f + ttl.to_f
       job
     end
 

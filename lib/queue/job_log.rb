@@ -89,9 +89,8 @@ module JobQueue
 
     # Seconds between enqueued_at (epoch seconds, or milliseconds as Sidekiq 8 writes it) and now.
     def scheduling_latency(enqueued_at)
-      return nil unless enqueued_at.is_a?(Numeric)
+      enqueued_at = Timestamp.seconds(enqueued_at) or return nil
 
-      enqueued_at /= 1000.0 if enqueued_at > 100_000_000_000
       [Time.now.to_f - enqueued_at, 0].max.round(6)
     end
 

@@ -116,20 +116,40 @@ module JobQueue
       @config.report_error(e, context: "releasing ordered shards failed; they lapse in 15 s")
     end
 
+    # The process hash's `info`, as Sidekiq 8.0.10 writes it (ARCHITECTURE.md, "Liveness"): Sidekiq
+    # 6.4's fields, 7.x's `version`, `weights` (one hash per capsule) and `embedded`, 8.0.9's
+    # `capsules`. The server is one capsule, "default". `version` names this gem, so a Sidekiq
+    # dashboard on a shared Redis tells our processes from its own.
     def info_json
+      weights = capsule_weights
       JSON.generate(
         "hostname" => hostname,
         "started_at" => Time.now.to_f,
         "pid" => ::Process.pid,
         "tag" => @config.tag.to_s,
         "concurrency" => @config.concurrency,
+        "capsules" => {"default" => {"concurrency" => @config.concurrency, "mode" => capsule_mode(weights), "weights" => weights}},
         "queues" => @config.queue_names,
-        "weights" => @config.queues.to_h,
+        "weights" => [weights],
         "labels" => Array(@config.labels),
         "identity" => @identity,
-        "version" => VERSION,
+        "version" => "queue #{VERSION}",
         "embedded" => false
       )
+    end
+
+    # Queue name => weight as Sidekiq 7/8 record it: 0 for every queue when the order is strict, else
+    # the weight each queue is drawn with.
+    def capsule_weights
+      @config.queues.to_h { |name, weight| [name, @config.strict_order? ? 0 : weight] }
+    end
+
+    # Sidekiq's name for the fetch order: "strict", "random" (all weights 1) or "weighted".
+    def capsule_mode(weights)
+      if weights.values.all?(&:zero?) then "strict"
+      elsif weights.values.all? { |w| w == 1 } then "random"
+      else "weighted"
+      end
     end
 
     def queue_summary

@@ -47,7 +47,7 @@ RSpec.describe "ApplicationWorkers in a server" do
       info = registered_process_info
 
       expect(info["queues"]).to match_array(declared + ["default"])
-      expect(info["weights"]).to eq((declared + ["default"]).to_h { |q| [q, q == "busy" ? 3 : 1] })
+      expect(info["weights"]).to eq([(declared + ["default"]).to_h { |q| [q, q == "busy" ? 3 : 1] }])
       ReportCronWorker.perform_async
       wait_until("the cron job to run") { recorded("ran:report") == [{"queue" => "cronjob:report_cron"}] }
     end
@@ -64,7 +64,7 @@ RSpec.describe "ApplicationWorkers in a server" do
       start_server(app: "gitlab_workers.rb", args: ["-c", "1", "-q", "cronjob,4", "-q", "busy"])
 
       expect(registered_process_info["weights"]).to eq(
-        "cronjob" => 4, "cronjob:nightly_cleanup" => 4, "cronjob:report_cron" => 4, "busy" => 1
+        ["cronjob" => 4, "cronjob:nightly_cleanup" => 4, "cronjob:report_cron" => 4, "busy" => 1]
       )
     end
 

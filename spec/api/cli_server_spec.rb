@@ -11,7 +11,8 @@ RSpec.describe "exe/queue running a server" do
     info = registered_process_info
 
     expect(info).to include(
-      "queues" => %w[a b], "weights" => {"a" => 2, "b" => 1}, "concurrency" => 3, "tag" => "api-tag", "pid" => server.pid
+      "queues" => %w[a b], "weights" => [{"a" => 2, "b" => 1}], "concurrency" => 3, "tag" => "api-tag", "pid" => server.pid,
+      "capsules" => {"default" => {"concurrency" => 3, "mode" => "weighted", "weights" => {"a" => 2, "b" => 1}}}
     )
     expect(server.stop.exitstatus).to eq(0)
   end
@@ -30,7 +31,7 @@ RSpec.describe "exe/queue running a server" do
       YAML
       start_server(app: "basic.rb", args: ["-C", file, "-e", "staging"])
       expect(registered_process_info).to include(
-        "queues" => %w[urgent default], "weights" => {"urgent" => 3, "default" => 1}, "concurrency" => 2
+        "queues" => %w[urgent default], "weights" => [{"urgent" => 3, "default" => 1}], "concurrency" => 2
       )
     end
   end

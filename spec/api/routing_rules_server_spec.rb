@@ -16,7 +16,7 @@ RSpec.describe "Routing rules in a server" do
     server = start_server(app: "routed_workers.rb", args: ["-c", "2"])
     info = registered_process_info
     expect(info["queues"]).to match_array(%w[urgent cpu_bound routed_plain default])
-    expect(info["weights"]).to eq("urgent" => 1, "cpu_bound" => 1, "routed_plain" => 2, "default" => 1)
+    expect(info["weights"]).to eq(["urgent" => 1, "cpu_bound" => 1, "routed_plain" => 2, "default" => 1])
 
     wait_until("the three jobs to run") { TestRedis.client.llen("ran:routed") == 3 }
     expect(recorded("ran:routed")).to match_array([

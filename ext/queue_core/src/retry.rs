@@ -124,11 +124,11 @@ pub fn plan(mut job: Job, queue: &str, failure: &Failure, now: f64) -> Plan {
     job.set("error_class", Value::String(failure.error_class.clone()));
     let count = match job.retry_count() {
         Some(previous) => {
-            job.set_float("retried_at", now);
+            job.stamp("retried_at", now);
             previous + 1
         }
         None => {
-            job.set_float("failed_at", now);
+            job.stamp("failed_at", now);
             0
         }
     };
@@ -253,6 +253,45 @@ mod tests {
         assert_eq!(p.job.retry_count(), Some(2));
         assert!(p.job.get("retried_at").is_some());
         assert_eq!(p.job.queue(), Some("slow"));
+    }
+
+    #[test]
+    fn a_sidekiq_8_job_gets_millisecond_failure_times() {
+        // Sidekiq 8 writes created_at/failed_at/retried_at as integer epoch milliseconds.
+        let first = plan(
+            job(r#"{"class":"W","retry":true,"created_at":1763985600123}"#),
+            "q",
+            &failure(RetryIn::Default),
+            1763985700.5,
+        );
+        assert_eq!(
+            first.job.get("failed_at"),
+            Some(&Value::from(1763985700500_i64))
+        );
+        match first.fate {
+            Fate::Retry { at } => assert!((1763985715.5..=1763985724.5).contains(&at)),
+            other => panic!("{other:?}"),
+        }
+        let later = plan(first.job, "q", &failure(RetryIn::Default), 1763985800.25);
+        assert_eq!(
+            later.job.get("retried_at"),
+            Some(&Value::from(1763985800250_i64))
+        );
+        assert_eq!(
+            later.job.get("failed_at"),
+            Some(&Value::from(1763985700500_i64))
+        );
+        // An older job keeps float seconds.
+        let old = plan(
+            job(r#"{"class":"W","retry":true,"created_at":1763985600.5}"#),
+            "q",
+            &failure(RetryIn::Default),
+            1763985700.5,
+        );
+        assert_eq!(
+            old.job.get("failed_at").map(ToString::to_string).as_deref(),
+            Some("1763985700.5")
+        );
     }
 
     #[test]

@@ -190,7 +190,7 @@ fn ready(member: &[u8], now: f64) -> (Vec<u8>, String) {
     match Job::parse(member) {
         Ok(mut job) => match job.queue().filter(|q| !q.is_empty()).map(str::to_owned) {
             Some(queue) => {
-                job.set_float("enqueued_at", now);
+                job.stamp("enqueued_at", now);
                 (job.to_json().into_bytes(), queue)
             }
             None => {
@@ -199,7 +199,7 @@ fn ready(member: &[u8], now: f64) -> (Vec<u8>, String) {
                     "error_message",
                     Value::String("scheduled job has no queue".into()),
                 );
-                job.set_float("failed_at", now);
+                job.stamp("failed_at", now);
                 (job.to_json().into_bytes(), String::new())
             }
         },
@@ -253,6 +253,18 @@ mod tests {
         assert_eq!(
             String::from_utf8(job).unwrap(),
             r#"{"class":"W","args":[1.5],"queue":"low","x":1,"enqueued_at":12.5}"#
+        );
+    }
+
+    #[test]
+    fn a_sidekiq_8_job_gets_enqueued_at_in_milliseconds() {
+        let (job, _) = ready(
+            br#"{"class":"W","queue":"low","created_at":1763985600123}"#,
+            1763985700.25,
+        );
+        assert_eq!(
+            String::from_utf8(job).unwrap(),
+            r#"{"class":"W","queue":"low","created_at":1763985600123,"enqueued_at":1763985700250}"#
         );
     }
 

@@ -35,17 +35,20 @@ module JobQueue
 
     def error_class = self["error_class"]
 
-    def enqueued_at
-      at = self["enqueued_at"]
-      at ? Time.at(at).utc : nil
-    end
+    # The job's times as UTC Times, from float epoch seconds or Sidekiq 8's integer milliseconds
+    # (JobQueue::Timestamp); nil when the job has none.
+    def enqueued_at = Timestamp.time(self["enqueued_at"])
 
-    def created_at = Time.at(self["created_at"] || self["enqueued_at"] || 0).utc
+    def created_at = Timestamp.time(self["created_at"] || self["enqueued_at"] || 0)
+
+    def failed_at = Timestamp.time(self["failed_at"])
+
+    def retried_at = Timestamp.time(self["retried_at"])
 
     # Seconds since the job was queued.
     def latency
       now = Time.now.to_f
-      now - (@item["enqueued_at"] || @item["created_at"] || now)
+      now - (Timestamp.seconds(@item["enqueued_at"] || @item["created_at"]) || now)
     end
 
     # The class a person would name: an ActiveJob's own class, a mailer's "Mailer#method".

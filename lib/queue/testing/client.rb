@@ -21,7 +21,7 @@ module JobQueue
         jobs.each do |job|
           job = Testing.round_trip(job)
           if Testing.fake?
-            job["enqueued_at"] = Time.now.to_f unless job.key?("at")
+            job["enqueued_at"] = Timestamp.for_job(job, Time.now.to_f) unless job.key?("at")
             FakeQueues.push(job)
           else
             Testing.execute(job)

@@ -39,11 +39,12 @@ module JobQueue
         n.to_i.to_s.reverse.scan(/\d{1,3}/).join(",").reverse.then { |s| n.to_i.negative? ? "-#{s}" : s }
       end
 
-      # "3 min ago" / "in 2 h" for a Time or epoch seconds; the exact time in the title.
+      # "3 min ago" / "in 2 h" for a Time or a job timestamp (epoch seconds, or Sidekiq 8's integer
+      # milliseconds); the exact time in the title.
       def relative_time(time)
+        time = Timestamp.time(time.is_a?(Numeric) ? time : time&.to_f) unless time.is_a?(Time)
         return raw("&ndash;") if time.nil?
 
-        time = Time.at(time.to_f) unless time.is_a?(Time)
         delta = time.to_f - Time.now.to_f
         text = duration(delta.abs)
         words = delta.abs < 1 ? "just now" : (delta.negative? ? "#{text} ago" : "in #{text}")

@@ -362,10 +362,11 @@ fn moved(member: &[u8], action: Action, now: f64) -> Option<(Vec<u8>, String)> {
             job.set("retry_count", Value::from(count - 1));
         }
     }
+    let form = job.time_form();
     if job.get("created_at").is_none() {
-        job.set_float("created_at", now);
+        job.set_time("created_at", now, form);
     }
-    job.set_float("enqueued_at", now);
+    job.set_time("enqueued_at", now, form);
     Some((job.to_json().into_bytes(), queue))
 }
 
@@ -405,6 +406,21 @@ mod tests {
         assert_eq!(
             text(&job),
             r#"{"class":"W","args":[123456789012345678901234567890,0.1],"queue":"low","retry_count":1,"created_at":1.5,"enqueued_at":10.5}"#
+        );
+    }
+
+    #[test]
+    fn a_sidekiq_8_entry_is_queued_with_millisecond_enqueued_at() {
+        let (job, _) = moved(
+            br#"{"class":"W","queue":"q","retry_count":0,"created_at":1763985600123,"failed_at":1763985601000}"#,
+            Action::Enqueue,
+            1763985700.5,
+        )
+        .unwrap();
+        assert!(
+            text(&job).ends_with(r#""enqueued_at":1763985700500}"#),
+            "{}",
+            text(&job)
         );
     }
 

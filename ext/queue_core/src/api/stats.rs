@@ -79,12 +79,12 @@ pub async fn stats(conn: &mut Conn) -> Result<Stats> {
     })
 }
 
-/// Seconds since a queued job's `enqueued_at` (0 for a job without one or that does not parse, as
-/// Sidekiq's `thence = job["enqueued_at"] || now`).
+/// Seconds since a queued job's `enqueued_at`, float seconds or Sidekiq 8's integer milliseconds
+/// (0 for a job without one or that does not parse, as Sidekiq's `thence = job["enqueued_at"] || now`).
 pub fn latency_of(job: &[u8], now: f64) -> f64 {
     Job::parse(job)
         .ok()
-        .and_then(|j| j.get("enqueued_at").and_then(serde_json::Value::as_f64))
+        .and_then(|j| j.time("enqueued_at"))
         .map_or(0.0, |at| now - at)
 }
 
@@ -191,6 +191,11 @@ mod tests {
     #[test]
     fn latency_follows_enqueued_at() {
         assert_eq!(latency_of(br#"{"enqueued_at":100.5}"#, 110.0), 9.5);
+        // Sidekiq 8: integer epoch milliseconds.
+        assert_eq!(
+            latency_of(br#"{"enqueued_at":1763985600500}"#, 1763985610.0),
+            9.5
+        );
         assert_eq!(latency_of(br#"{"class":"W"}"#, 110.0), 0.0);
         assert_eq!(latency_of(b"{oops", 110.0), 0.0);
     }

@@ -175,6 +175,7 @@ impl Release {
         let mut job = Job::parse(raw).ok()?;
         let jid = new_jid();
         let now = now_f64();
+        let form = job.time_form();
         job.set("jid", Value::String(jid.clone()));
         for field in [
             DUPLICATE_OF,
@@ -188,8 +189,8 @@ impl Release {
             job.remove(field);
         }
         job.set(RESCHEDULED_ONCE, Value::Bool(true));
-        job.set_float("created_at", now);
-        job.set_float("enqueued_at", now);
+        job.set_time("created_at", now, form);
+        job.set_time("enqueued_at", now, form);
         Some((job.to_json(), jid))
     }
 
@@ -450,5 +451,21 @@ mod tests {
             !json.contains("retry_count") && !json.contains("duplicate-of"),
             "{json}"
         );
+    }
+
+    #[test]
+    fn a_rescheduled_sidekiq_8_job_keeps_millisecond_times() {
+        let rel = Release {
+            key: "duplicate:q:x".into(),
+            jid: "old".into(),
+            ttl: 60,
+            reschedule: true,
+        };
+        let raw = br#"{"class":"W","args":[],"jid":"old","created_at":1763985600123,"failed_at":1763985601000}"#;
+        let (json, _) = rel.rescheduled(raw).expect("readable");
+        let job = Job::parse(&json).unwrap();
+        assert!(job.get("created_at").is_some_and(Value::is_i64), "{json}");
+        assert!(job.get("enqueued_at").is_some_and(Value::is_i64), "{json}");
+        assert!(job.get("failed_at").is_none(), "{json}");
     }
 }
