@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "../compat/shim_helper"
+require "securerandom"
 
 # sentry-sidekiq 5.3 (the Debian gem) in an app run by our server (spec/apps/sentry_sidekiq_app.rb):
 # its Sidekiq.configure_server block adds an error handler and a server middleware, and its client
@@ -47,6 +48,29 @@ RSpec.describe "sentry-sidekiq under our server", :shim do
         .to contain_exactly(["Sidekiq/SentryFailingWorker", "sidekiq", "internal_error"], ["Sidekiq/SentryOkWorker", "sidekiq", "ok"])
       expect(transactions.map { |t| t["tags"]["jid"] }).to contain_exactly(failing_jid, ok_jid)
       expect(server.output).not_to match(/error handler .* raised/)
+    ensure
+      server&.ensure_stopped
+    end
+
+    it "with report_after_job_retries, reports only a job's last attempt (the error handlers see the job as it ran)" do
+      # Jobs as the retry set hands them back (retry_count of the attempt before), pushed as raw JSON.
+      now = Time.now.to_f
+      attempts = {first: [2, nil], second: [2, 0], last: [2, 1], default_second_to_last: [true, 23], default_last: [true, 24]}
+      jids = attempts.to_h do |name, (retry_option, count)|
+        job = {"class" => "SentryFailingWorker", "args" => ["A-17", 1, {}], "queue" => "sentry", "jid" => SecureRandom.hex(12),
+               "retry" => retry_option, "created_at" => now, "enqueued_at" => now}
+        job["retry_count"] = count if count
+        redis.lpush("queue:sentry", JSON.generate(job))
+        [name, job["jid"]]
+      end
+      server = ServerProcess.new(app: "sentry_sidekiq_app.rb", args: ["-q", "sentry"],
+        env: env.merge("SENTRY_REPORT_AFTER_JOB_RETRIES" => "1")).start
+      wait_until("all five attempts filed") { redis.zcard("retry") == 3 && redis.zcard("dead") == 2 }
+      expect(server.stop.exitstatus).to eq(0) # the error handlers have run: they run before a job is done
+
+      expect(errors.map { |e| e["tags"]["jid"] }).to contain_exactly(jids[:last], jids[:default_last])
+      expect(errors.map { |e| e["contexts"]["sidekiq"]["retry_count"] }).to contain_exactly(1, 24)
+      expect(server.output).not_to match(/error handler .* raised/) # Sidekiq.options[:max_retries], read for retry: true
     ensure
       server&.ensure_stopped
     end
