@@ -29,7 +29,7 @@ JobQueue.configure_server do |config|
   config.death_handlers << ->(job, error) { ApiRetry.record("api:deaths", ApiRetry.summary(job, error)) }
   # Error handlers run last for every failure: once one has recorded, the failure is fully handled.
   config.error_handlers << lambda do |error, context|
-    job = context[:job]
+    job = context[:job] || {}
     ApiRetry.record("api:errors", "error" => error.class.name, "jid" => job["jid"], "retry_count" => job["retry_count"], "error_message" => job["error_message"])
   end
 end
