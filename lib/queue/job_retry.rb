@@ -3,8 +3,9 @@
 module JobQueue
   # The Ruby half of a failure: asks the worker's `sidekiq_retry_in` block for a delay, lets the engine
   # file the job (retry set, dead set, or nowhere, under Sidekiq's rules), then runs the callbacks the
-  # outcome calls for: `sidekiq_retries_exhausted` and the death handlers when retries are used up,
-  # the death handlers alone for `retry: false`, and the error handlers for every failure.
+  # outcome calls for: `sidekiq_retries_exhausted` and the death handlers when retries are used up
+  # (with the job as filed), the death handlers alone for `retry: false`, and the error handlers for
+  # every failure (with the job as it ran, as in Sidekiq).
   class JobRetry
     def initialize(config)
       @config = config
@@ -29,7 +30,10 @@ module JobQueue
       when :no_retry
         notify_death(filed_job, error)
       end
-      report(error, context: "Job raised exception", job: filed_job, queue: queue)
+      # As Sidekiq's processor: the error handlers get the job as it ran (the hash the middleware saw,
+      # its "retry_count" that of this attempt), not as filed: sentry-sidekiq's
+      # `report_after_job_retries` tells the last attempt by it.
+      report(error, context: "Job raised exception", job: job, queue: queue)
     end
 
     private

@@ -118,5 +118,8 @@ RSpec.describe "failed jobs in a server process" do
     expect(dead).to include("jid" => jid, "retry_count" => 1, "retry" => 1)
     expect(dead["retried_at"]).to be_a(Float)
     expect(for_jid("api:exhausted", jid)).to match([include("retry_count" => 1)])
+    # The error handlers saw the job as each attempt ran, as in Sidekiq (sentry-sidekiq's
+    # report_after_job_retries goes by that retry_count): first run, then the retry of retry_count 0.
+    expect(for_jid("api:errors", jid).map { |e| [e["retry_count"], e["error_message"]] }).to eq([[nil, nil], [0, "always fails"]])
   end
 end

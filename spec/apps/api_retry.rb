@@ -28,7 +28,10 @@ end
 JobQueue.configure_server do |config|
   config.death_handlers << ->(job, error) { ApiRetry.record("api:deaths", ApiRetry.summary(job, error)) }
   # Error handlers run last for every failure: once one has recorded, the failure is fully handled.
-  config.error_handlers << ->(error, context) { ApiRetry.record("api:errors", "error" => error.class.name, "jid" => context.dig(:job, "jid")) }
+  config.error_handlers << lambda do |error, context|
+    job = context[:job] || {}
+    ApiRetry.record("api:errors", "error" => error.class.name, "jid" => job["jid"], "retry_count" => job["retry_count"], "error_message" => job["error_message"])
+  end
 end
 
 # Fails its first run, retried after `sidekiq_retry_in` seconds (the first argument).

@@ -35,7 +35,7 @@ RSpec.describe "queue/compat shims: refusals and the real gems", :shim do
       'require "sidekiq/api"',
       'require "sidekiq/web"',
       'Sidekiq::Worker.jobs',
-      'Sidekiq.default_job_options = {"retry" => 3}; Sidekiq.average_scheduled_poll_interval = 2; Sidekiq[:queues] = %w[a b]; raise "bad" unless JobQueue.config.default_job_options["retry"] == 3 && JobQueue.config.queue_names == %w[a b]'
+      'Sidekiq.default_job_options = {"retry" => 3}; Sidekiq.average_scheduled_poll_interval = 2; Sidekiq[:queues] = %w[a b]; raise "bad" unless JobQueue.config.default_job_options["retry"] == 3 && JobQueue.config.queue_names == %w[a b] && Sidekiq.options[:max_retries] == 25'
     ])
     expect(results[0]).to eq(["ArgumentError", "PoolWorker.sidekiq_options: option :pool is not supported by queue; queue has one Redis per app (`config.redis`); sharding jobs over Redis pools is not available"])
     expect(results[1]).to match(["ArgumentError", /UniqueWorker.set: option :unique_for .*deduplicate :until_executed/])

@@ -9,10 +9,11 @@ module JobQueue
       # Accepted and not used: queue's scheduler is punctual (one elected process, ms after the due
       # time), so there is no poll interval to set.
       IGNORED = %i[average_scheduled_poll_interval poll_interval_average scheduled_enqueue].freeze
-      # Fixed in queue; accepted only with Sidekiq's default value.
-      FIXED = {dead_max_jobs: 10_000, dead_timeout_in_seconds: 180 * 24 * 60 * 60}.freeze
+      # Fixed in queue; read as queue's value (Sidekiq's default), accepted on write only with it.
+      # `max_retries` is the limit of a job with `retry: true` (sentry-sidekiq's error handler reads it).
+      FIXED = {max_retries: 25, dead_max_jobs: 10_000, dead_timeout_in_seconds: 180 * 24 * 60 * 60}.freeze
       REFUSED = {
-        max_retries: "the retry limit is the job's: `sidekiq_options retry: N` or `Sidekiq.default_job_options = {retry: N}`",
+        max_retries: "the retry limit is the job's: `sidekiq_options retry: N` or `Sidekiq.default_job_options = {retry: N}`", # on write
         fetch: "queue's fetch is reliable already (jobs go back to their queue after a crash); there is no fetch class to set",
         reloader: "`bundle exec queue` wraps each job in Rails.application.reloader itself; wrap anything else in a server middleware",
         lifecycle_events: "register hooks with `config.on(:startup) { ... }`",
@@ -51,7 +52,10 @@ module JobQueue
         when :error_handlers, :death_handlers then @config.public_send(key).replace(Array(value))
         when *IGNORED then @ignored[key] = value
         when *FIXED.keys
-          raise ArgumentError, "Sidekiq.options[#{key.inspect}] is fixed at #{FIXED[key]} in queue, got #{value.inspect}" unless value == FIXED[key]
+          unless value == FIXED[key]
+            raise ArgumentError, "Sidekiq.options[#{key.inspect}] is fixed at #{FIXED[key]} in queue, got #{value.inspect}" \
+              "#{"; #{REFUSED[key]}" if REFUSED.key?(key)}"
+          end
         else refuse!(key)
         end
       end
