@@ -11,7 +11,8 @@ module JobQueue
       @config = config
     end
 
-    def failed(fetcher, klass, job, queue, error)
+    # `jobstr`: the job's JSON as it was fetched, for the error handlers (Sidekiq's context key).
+    def failed(fetcher, klass, job, jobstr, error)
       retry_in = retry_in(klass, job, error)
       begin
         fate, filed = fetcher.fail(
@@ -20,7 +21,7 @@ module JobQueue
       rescue ConnectionError, RedisError
         # Not filed (the job goes back to its queue once Redis answers); the job's own error is
         # still reported.
-        report(error, context: "Job raised exception", job: job, queue: queue)
+        report(error, context: "Job raised exception", job: job, jobstr: jobstr)
         raise
       end
       filed_job = filed ? JSON.parse(filed) : job
@@ -33,7 +34,7 @@ module JobQueue
       # As Sidekiq's processor: the error handlers get the job as it ran (the hash the middleware saw,
       # its "retry_count" that of this attempt), not as filed: sentry-sidekiq's
       # `report_after_job_retries` tells the last attempt by it.
-      report(error, context: "Job raised exception", job: job, queue: queue)
+      report(error, context: "Job raised exception", job: job, jobstr: jobstr)
     end
 
     private

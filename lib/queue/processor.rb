@@ -104,7 +104,7 @@ module JobQueue
       rescue Shutdown
         raise
       rescue Exception => e # rubocop:disable Lint/RescueException
-        engine_call { @retry.failed(@fetcher, klass, job, queue, e) }
+        engine_call { @retry.failed(@fetcher, klass, job, raw, e) }
       end
     end
 

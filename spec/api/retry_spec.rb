@@ -121,5 +121,8 @@ RSpec.describe "failed jobs in a server process" do
     # The error handlers saw the job as each attempt ran, as in Sidekiq (sentry-sidekiq's
     # report_after_job_retries goes by that retry_count): first run, then the retry of retry_count 0.
     expect(for_jid("api:errors", jid).map { |e| [e["retry_count"], e["error_message"]] }).to eq([[nil, nil], [0, "always fails"]])
+    # Sidekiq's context keys: the job as it ran and as it was fetched (sentry-sidekiq merges the job's
+    # fields into this hash, so a key of its own beside them would appear twice in an event).
+    expect(for_jid("api:errors", jid).map { |e| [e["context"], e["jobstr_jid"]] }).to all(eq([%w[context job jobstr], jid]))
   end
 end

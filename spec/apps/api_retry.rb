@@ -30,7 +30,8 @@ JobQueue.configure_server do |config|
   # Error handlers run last for every failure: once one has recorded, the failure is fully handled.
   config.error_handlers << lambda do |error, context|
     job = context[:job] || {}
-    ApiRetry.record("api:errors", "error" => error.class.name, "jid" => job["jid"], "retry_count" => job["retry_count"], "error_message" => job["error_message"])
+    ApiRetry.record("api:errors", "error" => error.class.name, "jid" => job["jid"], "retry_count" => job["retry_count"], "error_message" => job["error_message"],
+      "context" => context.keys.sort.map(&:to_s), "jobstr_jid" => context[:jobstr] && JSON.parse(context[:jobstr])["jid"])
   end
 end
 
