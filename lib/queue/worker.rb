@@ -30,7 +30,8 @@ module JobQueue
       "backtrace" => ->(v) { v == true || v == false || (v.is_a?(Integer) && v >= 0) },
       "dead" => ->(v) { v == true || v == false },
       "tags" => ->(v) { v.is_a?(Array) },
-      "expires_in" => ->(v) { Expiry.valid?(v) }
+      "expires_in" => ->(v) { Expiry.valid?(v) },
+      "retry_for" => ->(v) { v.is_a?(Numeric) && v >= 0 } # seconds after the first failure (Sidekiq 7.1+)
     }.freeze
 
     @options_generation = 0

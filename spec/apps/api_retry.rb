@@ -85,3 +85,18 @@ class ApiScheduledWorker
     ApiRetry.run(self, args)
   end
 end
+
+# Retried for `retry_for` seconds after its first failure (Sidekiq 7.1+), then exhausted.
+class ApiRetryForWorker < ApiFailingWorker
+  sidekiq_options retry: 10, retry_for: 60
+  sidekiq_retry_in { 1000 }
+end
+
+# `sidekiq_retries_exhausted` answers :discard (Sidekiq 7.1+): no dead set, no death handlers.
+class ApiDiscardingWorker < ApiFailingWorker
+  sidekiq_options retry: 0
+  sidekiq_retries_exhausted do |job, error|
+    ApiRetry.record("api:exhausted", ApiRetry.summary(job, error))
+    :discard
+  end
+end
