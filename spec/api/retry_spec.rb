@@ -173,3 +173,16 @@ RSpec.describe "Sidekiq 7.1+ retry habits in a server process" do
     expect(recorded("api:exhausted").map { |e| e["jid"] }).to eq([jid])
   end
 end
+
+RSpec.describe "error handlers of two and three arguments in a server process" do
+  before { start_server(app: "api_retry.rb", args: ["-c", "1", "-q", "default"]) }
+
+  it "calls each with the arguments it takes: Sidekiq 7's (error, context, config), Sidekiq 6's (error, context)" do
+    jid = ApiFailingWorker.perform_async(1000)
+    wait_until("the failure to be handled") { recorded("api:errors").any? { |e| e["jid"] == jid } }
+
+    expect(recorded("api:errors3")).to eq([{"jid" => jid, "config" => "JobQueue::Configuration"}])
+    expect(recorded("api:errors_any")).to eq([{"jid" => jid, "arity" => 3}])
+    expect(recorded("api:errors")).to eq([{"error" => "ApiRetry::Boom", "jid" => jid}])
+  end
+end

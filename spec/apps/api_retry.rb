@@ -27,7 +27,10 @@ end
 
 JobQueue.configure_server do |config|
   config.death_handlers << ->(job, error) { ApiRetry.record("api:deaths", ApiRetry.summary(job, error)) }
-  # Error handlers run last for every failure: once one has recorded, the failure is fully handled.
+  # Sidekiq 7's three-argument handlers, and one taking any arguments, get the configuration third.
+  config.error_handlers << ->(error, context, cfg) { ApiRetry.record("api:errors3", "jid" => context.dig(:job, "jid"), "config" => cfg.class.name) }
+  config.error_handlers << proc { |*args| ApiRetry.record("api:errors_any", "jid" => args[1].dig(:job, "jid"), "arity" => args.size) }
+  # This one runs last for every failure: once it has recorded, the failure is fully handled.
   config.error_handlers << ->(error, context) { ApiRetry.record("api:errors", "error" => error.class.name, "jid" => context.dig(:job, "jid")) }
 end
 
