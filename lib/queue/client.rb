@@ -67,8 +67,24 @@ module JobQueue
       end
     end
 
+    # Sidekiq 8's floor on "spread_interval": the scheduler's poll interval there.
+    MIN_SPREAD = 5
+
+    # Epoch times for `count` jobs spread at random over the next `interval` seconds (at least
+    # MIN_SPREAD), as Sidekiq 8's `spread_interval` picks them.
+    def self.spread_times(interval, count)
+      unless interval.is_a?(Numeric) && interval.positive?
+        raise ArgumentError, "spread_interval must be a positive number of seconds, got #{interval.inspect}"
+      end
+
+      span = [interval, MIN_SPREAD].max
+      now = Time.now.to_f
+      Array.new(count) { now + rand * span }
+    end
+
     # `items` holds "class", "args" (an Array of argument Arrays), and optionally "at" (one time, or
-    # one per job: a Time or epoch seconds) and any job option. The options are checked once; each job gets its own jid.
+    # one per job: a Time or epoch seconds) or "spread_interval" (seconds: Sidekiq 8's random times
+    # over that window), and any job option. The options are checked once; each job gets its own jid.
     # Returns the jids of the jobs pushed.
     def push_bulk(items)
       items = stringify(items)
@@ -76,7 +92,10 @@ module JobQueue
       raise ArgumentError, "push_bulk needs \"args\" as an Array of Arrays" unless args_list.is_a?(Array) && args_list.all?(Array)
       raise ArgumentError, "push_bulk cannot take one \"jid\" for many jobs" if items.key?("jid") && args_list.size > 1
 
-      ats = items.delete("at")
+      ats = bulk_times(items, args_list.size)
+      batch_size = items.delete("batch_size")
+      return push_batches(items, args_list, ats, batch_size) if batch_size
+
       if ats.is_a?(Array) && ats.size != args_list.size
         raise ArgumentError, "push_bulk: \"at\" has #{ats.size} times for #{args_list.size} jobs"
       end
@@ -100,6 +119,31 @@ module JobQueue
     end
 
     private
+
+    # Sidekiq's "batch_size" (jobs per round trip): each slice pushed on its own.
+    def push_batches(items, args_list, ats, batch_size)
+      unless batch_size.is_a?(Integer) && batch_size.positive?
+        raise ArgumentError, "push_bulk: \"batch_size\" must be a positive Integer, got #{batch_size.inspect}"
+      end
+      if ats.is_a?(Array) && ats.size != args_list.size
+        raise ArgumentError, "push_bulk: \"at\" has #{ats.size} times for #{args_list.size} jobs"
+      end
+
+      args_list.each_slice(batch_size).with_index.flat_map do |slice, n|
+        at = ats.is_a?(Array) ? ats[n * batch_size, slice.size] : ats
+        push_bulk(items.merge("args" => slice, "at" => at).compact)
+      end
+    end
+
+    # "at" or "spread_interval" (taken out of `items`) as one time, one per job, or nil.
+    def bulk_times(items, count)
+      ats = items.delete("at")
+      spread = items.delete("spread_interval")
+      return ats if spread.nil?
+      raise ArgumentError, "push_bulk takes \"at\" or \"spread_interval\", not both" unless ats.nil?
+
+      Client.spread_times(spread, count)
+    end
 
     # The job hash as it is stored: the worker's options under the caller's, class and queue as
     # strings, a jid and created_at. Arguments are checked to be JSON-native.

@@ -13,7 +13,7 @@ module JobQueue
   #     c.namespace = "resque:gitlab:"   # optional key prefix
   #     c.concurrency = 10
   #     c.queues = ["critical,3", "default"]
-  #     c.error_handlers << ->(error, context) { Bugsnag.notify(error) }
+  #     c.error_handlers << ->(error, context) { Bugsnag.notify(error) }   # or ->(error, context, config)
   #   end
   class Configuration
     include Lifecycle
@@ -245,10 +245,12 @@ module JobQueue
     end
 
     # Calls every error handler; a handler that raises is logged and does not stop the others (or the
-    # thread that reported).
+    # thread that reported). A handler that takes a third argument (Sidekiq 7's
+    # `->(error, context, config)`, or `*args`) gets this configuration there; Sidekiq 6's two-argument
+    # handlers get the error and the context.
     def report_error(error, context = {})
       @error_handlers.each do |handler|
-        handler.call(error, context)
+        takes_config?(handler) ? handler.call(error, context, self) : handler.call(error, context)
       rescue => e
         logger.error("error handler #{handler.inspect} raised #{e.class}: #{e.message}")
       end
@@ -279,6 +281,11 @@ module JobQueue
       return digits.to_i if digits.match?(/\A\d+\z/) && digits.to_i <= MAX_WEIGHT
 
       raise ArgumentError, "queue weight must be a whole number from 0 to #{MAX_WEIGHT}, got #{weight.inspect} (in #{spec.inspect})"
+    end
+
+    def takes_config?(handler)
+      parameters = (handler.is_a?(Proc) ? handler : handler.method(:call)).parameters
+      parameters.any? { |type, _| type == :rest } || parameters.count { |type, _| type == :req || type == :opt } >= 3
     end
 
     # As Sidekiq's default error handler: the error, then its backtrace, at WARN; a job's error in

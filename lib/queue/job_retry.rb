@@ -6,14 +6,20 @@ module JobQueue
   # outcome calls for: `sidekiq_retries_exhausted` and the death handlers when retries are used up
   # (with the job as filed), the death handlers alone for `retry: false`, and the error handlers for
   # every failure (with the job as it ran, as in Sidekiq).
+  #
+  # As in Sidekiq 7.3, a job past its last retry or its `retry_for` window is exhausted without asking
+  # `sidekiq_retry_in`, and `sidekiq_retries_exhausted` returning `:discard` keeps the job out of the
+  # dead set and skips the death handlers.
   class JobRetry
+    DEFAULT_MAX_RETRIES = 25
+
     def initialize(config)
       @config = config
     end
 
     # `jobstr`: the job's JSON as it was fetched, for the error handlers (Sidekiq's context key).
     def failed(fetcher, klass, job, jobstr, error)
-      retry_in = retry_in(klass, job, error)
+      retry_in = give_up?(klass, job) ? :kill : retry_in(klass, job, error)
       begin
         fate, filed = fetcher.fail(
           error.class.name, message_of(error), backtrace_of(error), retry_in, worker_retry(klass)
@@ -27,7 +33,7 @@ module JobQueue
       filed_job = filed ? JSON.parse(filed) : job
       case fate
       when :dead, :exhausted
-        exhausted(klass, filed_job, error)
+        exhausted(klass, filed_job, error, fate == :dead ? filed : nil)
       when :no_retry
         notify_death(filed_job, error)
       end
@@ -48,13 +54,27 @@ module JobQueue
       option if option == true || option == false || option.is_a?(Integer)
     end
 
+    # Whether this failure exhausts the job before `sidekiq_retry_in` is asked, as Sidekiq decides it:
+    # its retries used up (the engine files it as exhausted anyway; the block is not called), or its
+    # `retry_for` seconds since the first failure (`failed_at`, seconds or Sidekiq 8 milliseconds) past.
+    def give_up?(klass, job)
+      count = job["retry_count"].is_a?(Integer) ? job["retry_count"] + 1 : 0
+      policy = job["retry"].nil? ? worker_retry(klass) : job["retry"]
+      count >= (policy.is_a?(Integer) ? policy : DEFAULT_MAX_RETRIES) || (count.positive? && window_passed?(job))
+    end
+
+    def window_passed?(job)
+      window = job["retry_for"]
+      first = Timestamp.seconds(job["failed_at"])
+      window.is_a?(Numeric) && first ? first + window < Time.now.to_f : false
+    end
+
     # nil (Sidekiq's formula), Integer seconds, :kill or :discard.
     def retry_in(klass, job, error)
       block = klass.respond_to?(:sidekiq_retry_in_block) && klass.sidekiq_retry_in_block
       return nil unless block
 
-      count = job["retry_count"].is_a?(Integer) ? job["retry_count"] + 1 : 0
-      answer = block.call(count, error, job)
+      answer = block.call(job["retry_count"].is_a?(Integer) ? job["retry_count"] + 1 : 0, error, job)
       case answer
       when :kill, :discard, nil then answer
       when Numeric then answer.to_i
@@ -66,14 +86,25 @@ module JobQueue
       nil
     end
 
-    def exhausted(klass, job, error)
+    # `filed`: the job's JSON as the engine put it in the dead set (nil when it skipped the dead set).
+    def exhausted(klass, job, error, filed)
       block = klass.respond_to?(:sidekiq_retries_exhausted_block) && klass.sidekiq_retries_exhausted_block
-      begin
+      answer = begin
         block&.call(job, error)
       rescue => e
         report(e, context: "Error calling retries_exhausted", job: job)
       end
+      return discard(job, filed) if answer == :discard
+
       notify_death(job, error)
+    end
+
+    # The block said :discard (Sidekiq 7.1+): the job leaves the dead set the engine just put it in,
+    # and no death handler runs.
+    def discard(job, filed)
+      @config.engine.api_set_delete("dead", filed) if filed
+    rescue ConnectionError, RedisError => e
+      report(e, context: "sidekiq_retries_exhausted returned :discard; removing the job from the dead set failed", job: job)
     end
 
     def notify_death(job, error)

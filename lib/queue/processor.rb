@@ -10,6 +10,10 @@ module JobQueue
   class Processor
     # Longest a thread waits for work before it checks whether the process is stopping.
     WAIT = 1.0
+    # Classes a job may name that run as another class when they are not defined here: Sidekiq 8's
+    # ActiveJob adapter pushes its own wrapper, which runs as the wrapper of Rails' Sidekiq adapter
+    # (ours without the sidekiq gem, rails_integration/job_wrapper.rb).
+    CLASS_ALIASES = {"Sidekiq::ActiveJob::Wrapper" => "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"}.freeze
 
     attr_reader :thread
 
@@ -134,7 +138,13 @@ module JobQueue
     end
 
     def constantize(name)
-      @classes[name] ||= Object.const_get(name.to_s)
+      @classes[name] ||= begin
+        Object.const_get(name.to_s)
+      rescue NameError
+        raise unless CLASS_ALIASES.key?(name)
+
+        Object.const_get(CLASS_ALIASES[name])
+      end
     end
   end
 end

@@ -30,7 +30,8 @@ module JobQueue
       "backtrace" => ->(v) { v == true || v == false || (v.is_a?(Integer) && v >= 0) },
       "dead" => ->(v) { v == true || v == false },
       "tags" => ->(v) { v.is_a?(Array) },
-      "expires_in" => ->(v) { Expiry.valid?(v) }
+      "expires_in" => ->(v) { Expiry.valid?(v) },
+      "retry_for" => ->(v) { v.is_a?(Numeric) && v >= 0 } # seconds after the first failure (Sidekiq 7.1+)
     }.freeze
 
     @options_generation = 0
@@ -117,8 +118,8 @@ module JobQueue
       end
       alias_method :perform_at, :perform_in
 
-      def perform_bulk(args_list, batch_size: 1000)
-        Setter.new(self, {}).perform_bulk(args_list, batch_size: batch_size)
+      def perform_bulk(args_list, **options)
+        Setter.new(self, {}).perform_bulk(args_list, **options)
       end
 
       # Runs the job now, in this thread, as Sidekiq 6.4's perform_inline: client middleware, the job
@@ -201,14 +202,35 @@ module JobQueue
       end
       alias_method :perform_sync, :perform_inline
 
-      def perform_bulk(args_list, batch_size: 1000)
-        args_list.each_slice(batch_size).flat_map do |slice|
-          next JobQueue::Client.new.push_bulk_args(@klass, slice) if @options.empty? && @at.nil?
+      # `batch_size:` jobs per round trip; Sidekiq 8's `at:` (one time, or one per job) or
+      # `spread_interval:` (random times over that many seconds) schedules them.
+      def perform_bulk(args_list, batch_size: 1000, at: nil, spread_interval: nil)
+        unless batch_size.is_a?(Integer) && batch_size.positive?
+          raise ArgumentError, "#{@klass}.perform_bulk: batch_size must be a positive Integer, got #{batch_size.inspect}"
+        end
+        raise ArgumentError, "#{@klass}.perform_bulk needs an Array of argument Arrays" unless args_list.is_a?(Array)
+
+        ats = bulk_times(args_list.size, at, spread_interval)
+        args_list.each_slice(batch_size).with_index.flat_map do |slice, n|
+          next JobQueue::Client.new.push_bulk_args(@klass, slice) if @options.empty? && ats.nil?
 
           item = @options.merge("class" => @klass, "args" => slice)
-          item["at"] = @at if @at
+          item["at"] = ats.is_a?(Array) ? ats[n * batch_size, slice.size] : ats if ats
           JobQueue::Client.new.push_bulk(item)
         end
+      end
+
+      private
+
+      # The jobs' times: `at:`, `spread_interval:` or `set(wait:)`, only one of them; nil for none.
+      def bulk_times(count, at, spread_interval)
+        given = {"at:" => at, "spread_interval:" => spread_interval, "set(wait/wait_until)" => @at}.compact
+        raise ArgumentError, "#{@klass}.perform_bulk takes one of #{given.keys.join(" and ")}, not both" if given.size > 1
+        if at.is_a?(Array) && at.size != count
+          raise ArgumentError, "#{@klass}.perform_bulk: at: has #{at.size} times for #{count} jobs"
+        end
+
+        spread_interval ? JobQueue::Client.spread_times(spread_interval, count) : at || @at
       end
     end
   end

@@ -37,6 +37,53 @@ RSpec.describe "pushing jobs in bulk" do
     end
   end
 
+  describe "perform_bulk with Sidekiq 8's at: and spread_interval:" do
+    it "schedules each job at its own at:, across batches" do
+      now = Time.now.to_f
+      ats = (1..5).map { |i| now + i * 100 }
+      jids = ApiSpec::BulkWorker.perform_bulk((1..5).map { |i| [i] }, at: ats, batch_size: 2)
+
+      scheduled = sorted_set_jobs("schedule").map { |job, score| [job["jid"], job["args"].first, score] }
+      expect(scheduled).to match(jids.zip(1..5, ats).map { |jid, arg, at| [jid, arg, be_within(0.001).of(at)] })
+      expect(ApiSpec::BulkWorker.perform_bulk([[6], [7]], at: now + 50).size).to eq(2)
+      expect(redis.zcount("schedule", now + 49, now + 51)).to eq(2)
+    end
+
+    it "spreads the jobs at random over spread_interval seconds, never less than 5" do
+      before = Time.now.to_f
+      ApiSpec::BulkWorker.perform_bulk((1..200).map { |i| [i] }, spread_interval: 600)
+      scores = sorted_set_jobs("schedule").map(&:last)
+      expect(scores.size).to eq(200)
+      expect(scores).to all(be_between(before, Time.now.to_f + 600))
+      expect(scores.max - scores.min).to be > 300 # spread, not one time
+      expect(scores.uniq.size).to eq(200)
+
+      redis.del("schedule")
+      JobQueue::Client.push_bulk("class" => ApiSpec::BulkWorker, "args" => [[1], [2], [3]], "spread_interval" => 1)
+      expect(sorted_set_jobs("schedule").map(&:last)).to all(be_between(before, Time.now.to_f + 5))
+      jids = JobQueue::Client.push_bulk("class" => ApiSpec::BulkWorker, "args" => [[4], [5], [6]], "spread_interval" => 60, "batch_size" => 2)
+      batched = sorted_set_jobs("schedule").map(&:first).select { |job| jids.include?(job["jid"]) }
+      expect(batched.size).to eq(3)
+      expect(batched).to all(satisfy { |job| !job.key?("batch_size") })
+      expect(redis.zcard("schedule")).to eq(6)
+    end
+
+    it "refuses a bad spread_interval, or it with at: or set(wait:), pushing nothing" do
+      expect { ApiSpec::BulkWorker.perform_bulk([[1]], spread_interval: 0) }
+        .to raise_error(ArgumentError, "spread_interval must be a positive number of seconds, got 0")
+      expect { ApiSpec::BulkWorker.perform_bulk([[1]], spread_interval: "60") }.to raise_error(ArgumentError, /spread_interval/)
+      expect { ApiSpec::BulkWorker.perform_bulk([[1]], at: Time.now.to_f + 60, spread_interval: 60) }
+        .to raise_error(ArgumentError, "ApiSpec::BulkWorker.perform_bulk takes one of at: and spread_interval:, not both")
+      expect { ApiSpec::BulkWorker.set(wait: 60).perform_bulk([[1]], spread_interval: 60) }.to raise_error(ArgumentError, /not both/)
+      expect { ApiSpec::BulkWorker.perform_bulk([[1], [2]], at: [Time.now.to_f + 60]) }.to raise_error(ArgumentError, /1 times for 2 jobs/)
+      expect { ApiSpec::BulkWorker.perform_bulk([[1]], batch_size: 0) }.to raise_error(ArgumentError, /batch_size/)
+      expect do
+        JobQueue::Client.push_bulk("class" => ApiSpec::BulkWorker, "args" => [[1]], "at" => Time.now.to_f + 9, "spread_interval" => 60)
+      end.to raise_error(ArgumentError, /not both/)
+      expect(redis.keys("*")).to be_empty
+    end
+  end
+
   describe "JobQueue::Client.push_bulk" do
     it "schedules every job at one \"at\"" do
       at = Time.now.to_f + 900

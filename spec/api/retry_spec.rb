@@ -126,3 +126,69 @@ RSpec.describe "failed jobs in a server process" do
     expect(for_jid("api:errors", jid).map { |e| [e["context"], e["jobstr_jid"]] }).to all(eq([%w[context job jobstr], jid]))
   end
 end
+
+RSpec.describe "Sidekiq 7.1+ retry habits in a server process" do
+  let(:redis) { TestRedis.client }
+
+  before { start_server(app: "api_retry.rb", args: ["-c", "2", "-q", "default"]) }
+
+  def wait_for_failure(jid)
+    wait_until("the failure of #{jid} to be handled") { recorded("api:errors").any? { |e| e["jid"] == jid } }
+  end
+
+  # A job that first failed `ago` seconds before now, its failed_at in seconds or Sidekiq 8's ms.
+  def push_failed(worker, ago, millis: false)
+    failed_at = Time.now.to_f - ago
+    failed_at = (failed_at * 1000).floor if millis
+    JobQueue::Client.push("class" => worker, "args" => [1], "retry_count" => 0, "failed_at" => failed_at)
+  end
+
+  it "retries a job within its retry_for window" do
+    jid = push_failed(ApiRetryForWorker, 10)
+    wait_for_failure(jid)
+
+    expect(sorted_set_jobs("retry").map { |job, _| job.values_at("jid", "retry_count", "retry_for") }).to eq([[jid, 1, 60]])
+    expect(redis.zcard("dead")).to eq(0)
+  end
+
+  it "exhausts a job once retry_for seconds have passed since failed_at, in either time form" do
+    jids = [push_failed(ApiRetryForWorker, 120), push_failed(ApiRetryForWorker, 120, millis: true)]
+    jids.each { |jid| wait_for_failure(jid) }
+
+    expect(redis.zcard("retry")).to eq(0)
+    expect(sorted_set_jobs("dead").map { |job, _| job["jid"] }).to match_array(jids)
+    expect(recorded("api:exhausted").map { |e| e["jid"] }).to match_array(jids)
+    expect(recorded("api:deaths").map { |e| e["jid"] }).to match_array(jids)
+  end
+
+  it "keeps a job out of the dead set and skips death handlers when sidekiq_retries_exhausted returns :discard" do
+    jid = ApiDiscardingWorker.perform_async("x")
+    wait_for_failure(jid)
+
+    expect(recorded("api:exhausted").map { |e| e["jid"] }).to eq([jid])
+    expect(redis.zcard("dead") + redis.zcard("retry") + redis.llen("queue:default")).to eq(0)
+    expect(recorded("api:deaths")).to be_empty
+    expect(redis.get("stat:failed").to_i).to eq(1)
+  end
+
+  it "exhausts a job on its last attempt without asking sidekiq_retry_in (whose :discard then does not apply)" do
+    jid = ApiFailingWorker.set(retry: 0).perform_async("discard")
+    wait_for_failure(jid)
+
+    expect(sorted_set_jobs("dead").map { |job, _| job["jid"] }).to eq([jid])
+    expect(recorded("api:exhausted").map { |e| e["jid"] }).to eq([jid])
+  end
+end
+
+RSpec.describe "error handlers of two and three arguments in a server process" do
+  before { start_server(app: "api_retry.rb", args: ["-c", "1", "-q", "default"]) }
+
+  it "calls each with the arguments it takes: Sidekiq 7's (error, context, config), Sidekiq 6's (error, context)" do
+    jid = ApiFailingWorker.perform_async(1000)
+    wait_until("the failure to be handled") { recorded("api:errors").any? { |e| e["jid"] == jid } }
+
+    expect(recorded("api:errors3")).to eq([{"jid" => jid, "config" => "JobQueue::Configuration"}])
+    expect(recorded("api:errors_any")).to eq([{"jid" => jid, "arity" => 3}])
+    expect(recorded("api:errors")).to eq([{"error" => "ApiRetry::Boom", "jid" => jid}])
+  end
+end

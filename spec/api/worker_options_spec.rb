@@ -83,7 +83,8 @@ RSpec.describe "JobQueue::Worker sidekiq_options" do
       retry_queue: [3],
       backtrace: [-2, "all"],
       dead: ["no", nil],
-      tags: ["billing"]
+      tags: ["billing"],
+      retry_for: ["1h", -1, nil]
     }.each do |option, values|
       values.each do |value|
         it "refuses #{option}: #{value.inspect} when the class is declared" do

@@ -27,7 +27,10 @@ end
 
 JobQueue.configure_server do |config|
   config.death_handlers << ->(job, error) { ApiRetry.record("api:deaths", ApiRetry.summary(job, error)) }
-  # Error handlers run last for every failure: once one has recorded, the failure is fully handled.
+  # Sidekiq 7's three-argument handlers, and one taking any arguments, get the configuration third.
+  config.error_handlers << ->(error, context, cfg) { ApiRetry.record("api:errors3", "jid" => context.dig(:job, "jid"), "config" => cfg.class.name) }
+  config.error_handlers << proc { |*args| ApiRetry.record("api:errors_any", "jid" => args[1].dig(:job, "jid"), "arity" => args.size) }
+  # This one runs last for every failure: once it has recorded, the failure is fully handled.
   config.error_handlers << lambda do |error, context|
     job = context[:job] || {}
     ApiRetry.record("api:errors", "error" => error.class.name, "jid" => job["jid"], "retry_count" => job["retry_count"], "error_message" => job["error_message"],
@@ -87,5 +90,20 @@ class ApiScheduledWorker
 
   def perform(*args)
     ApiRetry.run(self, args)
+  end
+end
+
+# Retried for `retry_for` seconds after its first failure (Sidekiq 7.1+), then exhausted.
+class ApiRetryForWorker < ApiFailingWorker
+  sidekiq_options retry: 10, retry_for: 60
+  sidekiq_retry_in { 1000 }
+end
+
+# `sidekiq_retries_exhausted` answers :discard (Sidekiq 7.1+): no dead set, no death handlers.
+class ApiDiscardingWorker < ApiFailingWorker
+  sidekiq_options retry: 0
+  sidekiq_retries_exhausted do |job, error|
+    ApiRetry.record("api:exhausted", ApiRetry.summary(job, error))
+    :discard
   end
 end

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "open3"
+require "queue/api"
 
 # ActiveJob across the two servers: Rails' own Sidekiq adapter enqueues and our server performs; our
 # :queue adapter enqueues and a real Sidekiq 6.4.1 process performs. Both write the same job form.
@@ -84,5 +85,26 @@ RSpec.describe "ActiveJob interop with Sidekiq 6.4.1" do
       ["queue", "rails", ["now", 1, {"k" => "v"}], 1], ["queue", "rails", ["flaky"], 1], ["queue", "rails", ["flaky"], 2]
     )
     expect(JobQueue.stats).to include("failed" => 0, "retry_size" => 0)
+  end
+
+  # Sidekiq 8's adapter pushes class Sidekiq::ActiveJob::Wrapper (spec/fixtures/sidekiq8); our server
+  # runs it as Rails' Sidekiq JobWrapper, and shows and logs the ActiveJob class.
+  it "runs a job Sidekiq 8's adapter pushed, logged and shown under its ActiveJob class" do
+    fixture = File.read(File.expand_path("../fixtures/sidekiq8/active_job_8_0.json", __dir__))
+    enqueue("queue", <<~RUBY)
+      job = JSON.parse(#{fixture.strip.inspect})
+      job["args"] = [InteropJob.new("v8", 8).serialize]
+      JobQueue.config.engine.push("interop", [JSON.generate(job)])
+    RUBY
+    record = JobQueue::Queue.new("interop").first
+    expect(record).to have_attributes(klass: "Sidekiq::ActiveJob::Wrapper", display_class: "InteropJob", display_args: ["v8", 8])
+
+    server = start(:queue, "queue").last
+    wait_until("the run") { runs.size >= 1 }
+    expect(runs.map { |r| [r["runner"], r["wrapper"], r["args"], r["provider_job_id"]] })
+      .to eq([["queue", "ours", ["v8", 8], "5a1e2b3c4d5e6f708192a3b4"]])
+    wait_until("the job's done line") { server.output.include?("class=InteropJob jid=5a1e2b3c4d5e6f708192a3b4") }
+    expect(server.output).not_to include("class=Sidekiq::ActiveJob::Wrapper")
+    expect(JobQueue.stats).to include("failed" => 0, "processed" => 1)
   end
 end

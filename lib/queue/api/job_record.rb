@@ -7,8 +7,9 @@ module JobQueue
   # One job as stored in Redis (Sidekiq's `JobRecord`): the parsed hash (`item`), the JSON it was read
   # from (`value`) and its queue. Read-only but for `delete` (from its queue).
   class JobRecord
-    # ActiveJob's wrapper class, as Sidekiq's adapter and ours both write it.
-    ACTIVE_JOB_WRAPPERS = %w[ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper].freeze
+    # ActiveJob's wrapper class, as Sidekiq's adapter and ours both write it (Sidekiq 8's adapter: its
+    # own Sidekiq::ActiveJob::Wrapper).
+    ACTIVE_JOB_WRAPPERS = %w[ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper Sidekiq::ActiveJob::Wrapper].freeze
     MAILER_JOBS = %w[ActionMailer::DeliveryJob ActionMailer::MailDeliveryJob].freeze
 
     attr_reader :item, :value, :queue
