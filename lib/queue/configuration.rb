@@ -284,7 +284,8 @@ module JobQueue
     end
 
     def takes_config?(handler)
-      parameters = (handler.is_a?(Proc) ? handler : handler.method(:call)).parameters
+      # A Proc or Method tells its own parameters; `method(:call)` of either is `call(*args)`.
+      parameters = (handler.respond_to?(:parameters) ? handler : handler.method(:call)).parameters
       parameters.any? { |type, _| type == :rest } || parameters.count { |type, _| type == :req || type == :opt } >= 3
     end
 
