@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use queue_core::client;
-use queue_core::link::blocking::{BlockingConn, SyncConn};
+use queue_core::link::blocking::{BlockingConn, Due, SyncConn};
 use queue_core::link::sentinel::{SentinelAddr, SentinelConfig};
 use queue_core::{ConnectErrorKind, Error, Redis, RedisConfig};
 
@@ -23,6 +23,9 @@ const REDIS_SENTINEL: &str = "/usr/bin/redis-sentinel";
 const MASTER: &str = "mymaster";
 /// Generous: a failover here takes a few seconds, and this only matters when something is broken.
 const FAILOVER_BOUND: Duration = Duration::from_secs(30);
+/// How soon after the promotion connections reach the new master: well under the ~10 s the sentinels
+/// take to demote a running old master, which is when they would otherwise be dropped.
+const WATCHED_BOUND: Duration = Duration::from_secs(5);
 
 /// Tests run one at a time: a port one test found free must not be taken by another's server.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -238,13 +241,19 @@ fn after_a_failover_every_connection_reaches_the_new_master() {
     client::push_sync(&mut sync, "default", &[job("default", 1)]).expect("a push before");
     bc.run(async |c| client::push(c, "default", &[job("default", 2)]).await)
         .expect("an async push before");
+    // A fetcher's kind of connection, whose acks are written without replies: one is written, and
+    // not yet confirmed by a call, when the master moves.
+    let mut acks = SyncConn::holding(&redis);
+    let ack = redis::cmd("INCR").arg("acked").get_packed_command();
+    acks.send_dialling(&ack).expect("an ack before");
 
     let (old, new, promoted) = set.failover();
 
-    // The connections were made to the old master. Until the sentinels reconfigure it as a replica
-    // (and close its clients) it still takes writes, which its resync then drops: the window of
-    // asynchronous replication. After that, each call either lands on the new master or fails as a
-    // connection error (dropped; the next call asks the sentinels again).
+    // The connections were made to the old master. The sentinels reconfigure it as a replica (and
+    // close its clients) ~10 s after the promotion; until then it still takes writes, which its
+    // resync discards. The engine's watcher hears `+switch-master` at once, and every connection
+    // dials the new master before its next call. A call may fail meanwhile as a connection error
+    // (dropped; the next call asks the sentinels again).
     let mut n = 10;
     let on_new = |queue: &str| llen(&mut conn(new), &format!("queue:{queue}")) > 0;
     wait_for("pushes on the new master", FAILOVER_BOUND, || {
@@ -263,15 +272,39 @@ fn after_a_failover_every_connection_reaches_the_new_master() {
         }
         on_new("after-sync") && on_new("after-async")
     });
-    eprintln!(
-        "both connections pushed to the new master {:.2} s after the promotion",
-        promoted.elapsed().as_secs_f64()
+    let seconds = promoted.elapsed().as_secs_f64();
+    eprintln!("both connections pushed to the new master {seconds:.2} s after the promotion");
+    assert!(
+        seconds < WATCHED_BOUND.as_secs_f64(),
+        "{seconds:.2} s: the connections waited for the old master to drop them"
     );
-    assert_eq!(
-        role(old).as_deref(),
-        Some("slave"),
-        "the old master was demoted"
+    assert!(redis.generation() > 0, "the watcher heard +switch-master");
+
+    // That ack is unconfirmed: the next call on its connection fails as a connection error instead
+    // of confirming it (Redis might have it on the old master only), so the fetcher writes it again
+    // (acks may be applied twice), on the new master; a write meanwhile is kept for later.
+    assert!(
+        acks.send_unreplied(&ack, Due::Now).is_err(),
+        "no write on a connection to the old master"
     );
+    let e = acks
+        .cmd::<String>(&redis::cmd("PING"))
+        .expect_err("the ack is unconfirmed");
+    assert!(e.is_connection(), "{e}");
+    acks.send_dialling(&ack).expect("written again");
+    let _: String = acks
+        .cmd(&redis::cmd("PING"))
+        .expect("PING on the new master");
+    let acked: Option<i64> = redis::cmd("GET")
+        .arg("acked")
+        .query(&mut conn(new))
+        .expect("GET");
+    // 1 when the first write had not replicated before the promotion, 2 when it had.
+    assert!(matches!(acked, Some(1 | 2)), "{acked:?}");
+
+    wait_for("the old master demoted", FAILOVER_BOUND, || {
+        role(old).as_deref() == Some("slave")
+    });
     // From now on every push lands on the new master at once.
     client::push_sync(&mut sync, "later", &[job("later", 1)]).expect("a push after");
     bc.run(async |c| client::push(c, "later", &[job("later", 2)]).await)

@@ -173,6 +173,7 @@ impl Redis {
         Conn {
             redis: self.clone(),
             conn: None,
+            generation: 0,
             blocking: false,
             client_id: None,
         }
@@ -183,6 +184,7 @@ impl Redis {
         Conn {
             redis: self.clone(),
             conn: None,
+            generation: 0,
             blocking: true,
             client_id: None,
         }
@@ -206,6 +208,15 @@ impl Redis {
         self.inner.sentinels.as_ref()
     }
 
+    /// How many times the master has moved since this process started watching (always 0 without
+    /// sentinels): a connection dialled under an older generation dials again before its next call.
+    pub fn generation(&self) -> u64 {
+        self.inner
+            .sentinels
+            .as_ref()
+            .map_or(0, Sentinels::generation)
+    }
+
     /// The client to dial now, and the URL to name in its errors: the configured one, or with
     /// sentinels, one for the address they give now (blocking: it asks them).
     fn current_client(&self) -> Result<(redis::Client, String)> {
@@ -214,6 +225,7 @@ impl Redis {
             return Ok((self.inner.client.clone(), url.clone()));
         };
         let timeout = self.inner.config.connect_timeout;
+        sentinels.watch(timeout);
         let (host, port) = sentinels
             .resolve(timeout, |host, port| self.client_at(host, port))
             .map_err(|no_master| {
@@ -408,6 +420,8 @@ fn check_sentinel(
 pub struct Conn {
     redis: Redis,
     conn: Option<MultiplexedConnection>,
+    /// [`Redis::generation`] when `conn` was dialled.
+    generation: u64,
     blocking: bool,
     /// Server-side id of a blocking connection, so a stopping process can `CLIENT UNBLOCK` it.
     client_id: Option<i64>,
@@ -423,7 +437,15 @@ impl Conn {
     }
 
     async fn connection(&mut self) -> Result<&mut MultiplexedConnection> {
+        let generation = self.redis.generation();
+        if self.conn.is_some() && self.generation != generation {
+            // The master moved (Sentinel): this connection is on the old one. Nothing is unconfirmed
+            // on a multiplexed connection (every call waited for its reply), so it just dials again.
+            self.conn = None;
+            self.client_id = None;
+        }
         if self.conn.is_none() {
+            self.generation = generation;
             let mut conn = self.redis.dial(self.blocking).await?;
             if self.blocking {
                 let id = redis::cmd("CLIENT").arg("ID").query_async(&mut conn).await;

@@ -18,7 +18,8 @@
 //! reply); an async dial runs them on the runtime's blocking pool.
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo, Value};
@@ -110,23 +111,66 @@ fn describe(tried: &[(SentinelAddr, Answer)]) -> String {
         .join("; ")
 }
 
-/// The configured sentinels, and which of them answered last (asked first next time).
+/// The configured sentinels, which of them to ask first, and how many failovers the watcher has
+/// heard of.
 #[derive(Debug)]
 pub struct Sentinels {
     config: SentinelConfig,
+    shared: Arc<Shared>,
+    /// The process whose watcher thread runs (a forked child starts its own).
+    watching: Mutex<Option<u32>>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    /// The sentinel that answered last, or announced the last failover: asked first.
     first: AtomicUsize,
+    /// Bumped by the watcher on each `+switch-master` of this master: a connection dialled under an
+    /// older generation is on the old master and dials again before its next call.
+    generation: AtomicU64,
 }
 
 impl Sentinels {
     pub fn new(config: SentinelConfig) -> Sentinels {
         Sentinels {
             config,
-            first: AtomicUsize::new(0),
+            shared: Arc::new(Shared::default()),
+            watching: Mutex::new(None),
         }
     }
 
     pub fn config(&self) -> &SentinelConfig {
         &self.config
+    }
+
+    /// How many failovers of this master the watcher has heard of (in this process).
+    pub fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::Acquire)
+    }
+
+    /// Starts this process's watcher thread, once: it subscribes to a sentinel's `+switch-master`
+    /// and bumps [`Sentinels::generation`] when this master moves, so connections still on the old
+    /// master leave it at their next call instead of when the sentinels reconfigure it as a replica
+    /// (~10 s later, during which it takes writes its resync discards). It ends when these sentinels
+    /// are dropped.
+    pub fn watch(&self, timeout: Duration) {
+        let pid = std::process::id();
+        let mut watching = self
+            .watching
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *watching == Some(pid) {
+            return;
+        }
+        *watching = Some(pid);
+        let (config, shared) = (self.config.clone(), Arc::downgrade(&self.shared));
+        let started = std::thread::Builder::new()
+            .name("queue-sentinel-watch".to_owned())
+            .spawn(move || watch(&config, &shared, timeout));
+        if let Err(e) = started {
+            tracing::warn!(error = %e, "cannot start the sentinel watcher; connections move to a new master when the old one drops them");
+            *watching = None;
+        }
     }
 
     /// Asks the sentinels, in turn, where the master is now, and returns the first address that
@@ -138,14 +182,14 @@ impl Sentinels {
         at: impl Fn(&str, u16) -> redis::RedisResult<redis::Client>,
     ) -> Result<(String, u16), NoMaster> {
         let count = self.config.sentinels.len();
-        let start = self.first.load(Ordering::Relaxed) % count.max(1);
+        let start = self.shared.first.load(Ordering::Relaxed) % count.max(1);
         let mut tried = Vec::with_capacity(count);
         for i in 0..count {
             let index = (start + i) % count;
             let sentinel = &self.config.sentinels[index];
             match self.ask(sentinel, timeout, &at) {
                 Ok(found) => {
-                    self.first.store(index, Ordering::Relaxed);
+                    self.shared.first.store(index, Ordering::Relaxed);
                     return Ok(found);
                 }
                 Err(answer) => {
@@ -207,16 +251,80 @@ impl Sentinels {
     }
 
     fn sentinel_info(&self, sentinel: &SentinelAddr) -> redis::RedisResult<ConnectionInfo> {
-        let mut settings = RedisConnectionInfo::default().set_skip_set_lib_name();
-        if let Some(username) = &self.config.username {
-            settings = settings.set_username(username);
+        sentinel_info(&self.config, sentinel)
+    }
+}
+
+fn sentinel_info(
+    config: &SentinelConfig,
+    sentinel: &SentinelAddr,
+) -> redis::RedisResult<ConnectionInfo> {
+    let mut settings = RedisConnectionInfo::default().set_skip_set_lib_name();
+    if let Some(username) = &config.username {
+        settings = settings.set_username(username);
+    }
+    if let Some(password) = &config.password {
+        settings = settings.set_password(password);
+    }
+    Ok(ConnectionAddr::Tcp(sentinel.host.clone(), sentinel.port)
+        .into_connection_info()?
+        .set_redis_settings(settings))
+}
+
+/// How long the watcher waits for a message before it looks whether it is still wanted.
+const WATCH_SLICE: Duration = Duration::from_secs(1);
+
+/// The watcher thread: subscribed to `+switch-master` on one sentinel at a time (the next one when
+/// that fails), until the sentinels it serves are dropped.
+fn watch(config: &SentinelConfig, shared: &Weak<Shared>, timeout: Duration) {
+    let count = config.sentinels.len();
+    let mut index = 0;
+    while shared.strong_count() > 0 && count > 0 {
+        let sentinel = &config.sentinels[index % count];
+        let subscribed = sentinel_info(config, sentinel)
+            .and_then(redis::Client::open)
+            .and_then(|client| client.get_connection_with_timeout(timeout));
+        let mut conn = match subscribed {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::debug!(sentinel = %sentinel, error = %e, "sentinel watcher cannot connect");
+                index += 1;
+                if index % count == 0 {
+                    std::thread::sleep(WATCH_SLICE);
+                }
+                continue;
+            }
+        };
+        let mut pubsub = conn.as_pubsub();
+        if let Err(e) = pubsub
+            .set_read_timeout(Some(WATCH_SLICE))
+            .and_then(|()| pubsub.subscribe("+switch-master"))
+        {
+            tracing::debug!(sentinel = %sentinel, error = %e, "sentinel watcher cannot subscribe");
+            index += 1;
+            continue;
         }
-        if let Some(password) = &self.config.password {
-            settings = settings.set_password(password);
+        loop {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            match pubsub.get_message() {
+                Ok(msg) => {
+                    let payload: String = msg.get_payload().unwrap_or_default();
+                    if payload.split(' ').next() == Some(config.master_name.as_str()) {
+                        shared.first.store(index % count, Ordering::Relaxed);
+                        shared.generation.fetch_add(1, Ordering::AcqRel);
+                        tracing::info!(sentinel = %sentinel, switch = %payload, "the master moved (+switch-master): connections dial the new one");
+                    }
+                }
+                Err(e) if e.is_timeout() => {}
+                Err(e) => {
+                    tracing::debug!(sentinel = %sentinel, error = %e, "sentinel watcher lost its sentinel");
+                    index += 1;
+                    break;
+                }
+            }
         }
-        Ok(ConnectionAddr::Tcp(sentinel.host.clone(), sentinel.port)
-            .into_connection_info()?
-            .set_redis_settings(settings))
     }
 }
 
