@@ -152,6 +152,31 @@ RSpec.describe "Redis Sentinel" do
     end
   end
 
+  context "with sentinels that require a password" do
+    let(:set) { SentinelServers.new(sentinel_password: "s3ntinel").start }
+
+    after do
+      JobQueue.redis_pool.shutdown
+      set.stop
+    end
+
+    it "sends sentinel_password: to the sentinels, from the engine and JobQueue.redis" do
+      JobQueue.configure { |c| c.redis = {url: "redis://mymaster/0", sentinels: set.sentinels, sentinel_password: "s3ntinel"} }
+      SentinelWorker.perform_async(1)
+      expect(set.client(set.primary_port) { |c| c.llen("queue:default") }).to eq(1)
+      expect(JobQueue.redis { |c| c.role.first.then { |role| [c.connection[:port], role] } }).to eq([set.primary_port, "master"])
+    end
+
+    it "says each sentinel refused a missing or wrong password" do
+      [{}, {sentinel_password: "wrong"}].each do |password|
+        JobQueue.configure { |c| c.redis = {url: "redis://mymaster/0", sentinels: set.sentinels.first(1)}.merge(password) }
+        expect { SentinelWorker.perform_async(1) }.to raise_error(JobQueue::ConnectionError) { |e|
+          expect(e.message).to match(/sentinel 127\.0\.0\.1:#{set.sentinel_ports.first} answered with an error: .*(NOAUTH|WRONGPASS|authentication)/i)
+        }
+      end
+    end
+  end
+
   context "when no sentinel gives the master" do
     let(:set) { SentinelServers.new.start }
 

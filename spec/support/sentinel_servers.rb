@@ -12,7 +12,9 @@ class SentinelServers
 
   attr_reader :primary_port, :replica_port, :sentinel_ports, :dir
 
-  def initialize
+  # `sentinel_password`: the sentinels' own `requirepass` (not the master's).
+  def initialize(sentinel_password: nil)
+    @sentinel_password = sentinel_password
     @dir = Dir.mktmpdir("queue-sentinel")
     @primary_port, @replica_port, *@sentinel_ports = Array.new(5) { JobQueue::Testing::RedisServer.free_port }
     @pids = []
@@ -25,7 +27,7 @@ class SentinelServers
     wait("the replica in sync") { client(@replica_port) { |c| c.info("replication")["master_link_status"] == "up" } }
     @sentinel_ports.each_with_index { |port, i| sentinel(i, port) }
     @sentinel_ports.each do |port|
-      wait("sentinel #{port} to see the replica") { client(port) { |c| c.call(["sentinel", "replicas", MASTER]).any? } }
+      wait("sentinel #{port} to see the replica") { sentinel_client(port) { |c| c.call(["sentinel", "replicas", MASTER]).any? } }
     end
     self
   end
@@ -50,7 +52,7 @@ class SentinelServers
   # fit) and returns the monotonic time at which the replica answered ROLE as master.
   def failover!
     wait("SENTINEL FAILOVER to start") do
-      client(@sentinel_ports.first) { |c| c.call(["sentinel", "failover", MASTER]) == "OK" }
+      sentinel_client(@sentinel_ports.first) { |c| c.call(["sentinel", "failover", MASTER]) == "OK" }
     end
     wait("the replica promoted", interval: 0.005) { role(@replica_port) == "master" }
     Process.clock_gettime(Process::CLOCK_MONOTONIC)
@@ -61,13 +63,17 @@ class SentinelServers
   end
 
   # A plain connection to one server, closed after the block; nil when it cannot be reached.
-  def client(port)
-    conn = Redis.new(host: "127.0.0.1", port: port, timeout: 2, reconnect_attempts: 0)
+  def client(port, password: nil)
+    conn = Redis.new(host: "127.0.0.1", port: port, password: password, timeout: 2, reconnect_attempts: 0)
     yield conn
   rescue Redis::BaseError
     nil
   ensure
     conn&.close
+  end
+
+  def sentinel_client(port, &block)
+    client(port, password: @sentinel_password, &block)
   end
 
   private
@@ -89,6 +95,7 @@ class SentinelServers
       sentinel monitor #{MASTER} 127.0.0.1 #{@primary_port} 2
       sentinel down-after-milliseconds #{MASTER} 1000
       sentinel failover-timeout #{MASTER} 5000
+      #{"requirepass #{@sentinel_password}" if @sentinel_password}
     CONF
     @pids << Process.spawn("redis-sentinel", conf, out: File.join(@dir, "sentinel-#{index}.log"), err: [:child, :out])
   end

@@ -215,7 +215,14 @@ impl Sentinels {
             .and_then(redis::Client::open)
             .and_then(|client| client.get_connection_with_timeout(timeout))
             .and_then(|conn| bounded(conn, timeout))
-            .map_err(Answer::Unreachable)?;
+            .map_err(|e| {
+                // A sentinel with requirepass refuses the AUTH sent while dialling.
+                if e.kind() == redis::ErrorKind::AuthenticationFailed || e.code().is_some() {
+                    Answer::Refused(e)
+                } else {
+                    Answer::Unreachable(e)
+                }
+            })?;
         let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
             .arg("get-master-addr-by-name")
             .arg(&self.config.master_name)
