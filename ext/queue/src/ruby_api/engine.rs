@@ -14,6 +14,7 @@ use std::thread::LocalKey;
 
 use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby};
 use queue_core::link::blocking::{BlockingConn, SyncConn};
+use queue_core::link::sentinel::{SentinelAddr, SentinelConfig};
 use queue_core::server::ServerConfig;
 use queue_core::{api, client, dedup, migrate, Redis, RedisConfig};
 
@@ -21,6 +22,10 @@ use super::push_template::PushTemplate;
 use super::server::Server;
 use super::{args_json, bytes_of};
 use crate::errors::blocking;
+
+/// `RedisOptions#engine_sentinel`: the master's name, each sentinel's host and port, and the
+/// sentinels' username and password.
+type SentinelArg = (String, Vec<(String, u16)>, Option<String>, Option<String>);
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -97,19 +102,33 @@ pub(super) fn with_sync<T>(
 }
 
 impl Engine {
-    /// `Engine.new(url, namespace, ca_file, busy_poll_us)`: `ca_file` (a PEM path or nil) is the CA
-    /// to trust for `rediss://` instead of the system's; `busy_poll_us` how long this thread's client
-    /// calls poll for their reply before sleeping (0: never).
+    /// `Engine.new(url, namespace, ca_file, busy_poll_us, sentinel)`: `ca_file` (a PEM path or nil)
+    /// is the CA to trust for `rediss://` instead of the system's; `busy_poll_us` how long this
+    /// thread's client calls poll for their reply before sleeping (0: never); `sentinel` nil, or
+    /// `[master_name, [[host, port], ...], username, password]` to find the master through Redis
+    /// Sentinel before every dial (`RedisOptions#engine_sentinel`).
     fn new(
         url: String,
         namespace: String,
         ca_file: Option<String>,
         busy_poll_us: u64,
+        sentinel: Option<SentinelArg>,
     ) -> Result<Engine, Error> {
         let mut config = RedisConfig::new(&url, &namespace)
             .with_busy_poll(std::time::Duration::from_micros(busy_poll_us));
         if let Some(path) = ca_file {
             config = config.with_ca_file(path);
+        }
+        if let Some((name, sentinels, username, password)) = sentinel {
+            let addrs = sentinels
+                .into_iter()
+                .map(|(host, port)| SentinelAddr { host, port })
+                .collect();
+            config = config.with_sentinel(
+                SentinelConfig::new(&name, addrs)
+                    .with_username(username)
+                    .with_password(password),
+            );
         }
         let redis = Redis::new(config).map_err(crate::errors::to_ruby)?;
         Ok(Engine {
@@ -385,7 +404,7 @@ impl Engine {
 
 pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     let class = native.define_class("Engine", ruby.class_object())?;
-    class.define_singleton_method("new", magnus::function!(Engine::new, 4))?;
+    class.define_singleton_method("new", magnus::function!(Engine::new, 5))?;
     class.define_method("namespace", magnus::method!(Engine::namespace, 0))?;
     class.define_method("poll_counts", magnus::method!(Engine::poll_counts, 0))?;
     class.define_method("push", magnus::method!(Engine::push, 2))?;

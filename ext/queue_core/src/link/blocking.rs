@@ -37,6 +37,8 @@ pub struct SyncConn {
     socket: Option<TcpSocket>,
     /// The mode of `conn`; a new connection answers.
     replies: Replies,
+    /// [`Redis::generation`] when `conn` was dialled.
+    generation: u64,
     pid: u32,
 }
 
@@ -49,6 +51,7 @@ impl SyncConn {
             poll: None,
             socket: None,
             replies: Replies::On,
+            generation: 0,
             pid: std::process::id(),
         }
     }
@@ -87,14 +90,35 @@ impl SyncConn {
         self.redis.keys()
     }
 
+    /// Open, and on the master of the current generation.
     fn is_open(&self) -> bool {
-        self.conn.as_ref().is_some_and(|c| c.is_open())
+        self.conn.as_ref().is_some_and(|c| c.is_open()) && !self.is_stale()
     }
 
-    /// Dials a connection if there is none open.
+    /// Dialled before the master last moved (Sentinel's `+switch-master`, [`Redis::generation`]).
+    fn is_stale(&self) -> bool {
+        self.conn.is_some() && self.generation != self.redis.generation()
+    }
+
+    /// Dials a connection if there is none open, or if the one open is on a master that has since
+    /// moved (Sentinel's `+switch-master`, [`Redis::generation`]). Unreplied writes on such a
+    /// connection since its last round trip are unconfirmed, perhaps on the old master only: then
+    /// this fails as a connection error, so a caller that resends them after one (a fetcher's acks)
+    /// does; otherwise it dials the new master and the call goes on.
     fn open(&mut self) -> Result<()> {
+        let generation = self.redis.generation();
+        if self.is_stale() {
+            let unconfirmed = self.replies == Replies::Off;
+            self.drop_conn();
+            if unconfirmed {
+                return Err(Error::connection(
+                    "the master moved (Sentinel +switch-master); writes not yet confirmed are unknown",
+                ));
+            }
+        }
         if !self.is_open() {
             self.drop_conn();
+            self.generation = generation;
             let mut conn = self.redis.dial_sync()?;
             let wanted = self.holds || self.poll.is_some();
             self.socket = if wanted && self.redis.is_plain_tcp() {

@@ -29,6 +29,9 @@ pub enum ConnectErrorKind {
     TlsUntrusted,
     /// The TLS handshake failed for another reason (e.g. the port does not speak TLS).
     Tls,
+    /// No configured sentinel gave the address of a master by the configured name: the detail
+    /// names every sentinel tried and what it said.
+    NoMaster,
     /// Anything else that stopped the connection from being made.
     Other,
 }
@@ -192,6 +195,12 @@ impl fmt::Display for ConnectError {
                 f,
                 "TLS handshake with Redis at {url} failed ({detail}): does that port speak TLS \
                  (redis-server --tls-port)? Use redis:// for a plain port"
+            ),
+            ConnectErrorKind::NoMaster => write!(
+                f,
+                "cannot find the Redis master for {url} through Sentinel: {detail}: check \
+                 config.redis sentinels: (each sentinel's host and port), name: (or the URL's \
+                 host: the name in `sentinel monitor <name>`) and sentinel_password:"
             ),
             ConnectErrorKind::Other => write!(f, "cannot connect to Redis at {url}: {detail}"),
         }

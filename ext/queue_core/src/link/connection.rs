@@ -18,12 +18,15 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, FromRedisValue, IntoConnectionInfo};
+use redis::{
+    AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, FromRedisValue, IntoConnectionInfo,
+};
 
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 
 use super::connect_error::{mask, ConnectError, ConnectErrorKind};
+use super::sentinel::{self, SentinelConfig, Sentinels};
 
 /// How long a command may wait for its reply. Long, because a timed-out command may still run on
 /// the server: a reply that is merely slow must not be mistaken for a failure.
@@ -50,6 +53,10 @@ pub struct RedisConfig {
     pub ca_file: Option<PathBuf>,
     /// How long a client's call polls for its reply before it sleeps (`busy_poll`); zero: never.
     pub busy_poll: Duration,
+    /// The sentinels to ask where the master is, before every dial; `None` to dial the URL's host.
+    /// With sentinels, the URL's host is not dialled (it is usually the master's name); its
+    /// password, username, database and scheme are the master's.
+    pub sentinel: Option<SentinelConfig>,
 }
 
 impl RedisConfig {
@@ -60,7 +67,14 @@ impl RedisConfig {
             connect_timeout: Duration::from_secs(2),
             ca_file: None,
             busy_poll: DEFAULT_BUSY_POLL,
+            sentinel: None,
         }
+    }
+
+    /// Finds the master through these sentinels on every dial (see [`super::sentinel`]).
+    pub fn with_sentinel(mut self, sentinel: SentinelConfig) -> Self {
+        self.sentinel = Some(sentinel);
+        self
     }
 
     /// Polls for a client call's reply for up to `limit` before sleeping; zero never polls.
@@ -83,9 +97,14 @@ pub struct Redis {
 }
 
 struct RedisInner {
+    /// The client for the URL as given; with sentinels, only its settings are used (each dial makes
+    /// a client for the address the sentinels give, [`Redis::client_at`]).
     client: redis::Client,
-    /// `ssl_params ca_file`'s certificates, for a second client (see [`Redis::auth_reply`]).
+    /// What `client` was made from, for clients at other addresses.
+    info: ConnectionInfo,
+    /// The CA certificates (PEM) to trust for `rediss://` instead of the system's.
     root_cert: Option<Vec<u8>>,
+    sentinels: Option<Sentinels>,
     keys: Keys,
     config: RedisConfig,
     /// A `rediss://` port has answered a TLS handshake once (see [`super::tls_probe`]).
@@ -129,11 +148,21 @@ impl Redis {
                 ))
             })?),
         };
-        let client = open_client(info, root_cert.as_deref()).map_err(invalid)?;
+        let client = open_client(info.clone(), &root_cert).map_err(invalid)?;
+        let sentinels = match &config.sentinel {
+            None => None,
+            Some(sentinel) => Some(Sentinels::new(check_sentinel(
+                sentinel,
+                &info,
+                &config.url,
+            )?)),
+        };
         Ok(Redis {
             inner: Arc::new(RedisInner {
                 client,
+                info,
                 root_cert,
+                sentinels,
                 keys: Keys::new(&config.namespace),
                 config,
                 tls_answers: AtomicBool::new(false),
@@ -155,6 +184,7 @@ impl Redis {
         Conn {
             redis: self.clone(),
             conn: None,
+            generation: 0,
             blocking: false,
             client_id: None,
         }
@@ -165,6 +195,7 @@ impl Redis {
         Conn {
             redis: self.clone(),
             conn: None,
+            generation: 0,
             blocking: true,
             client_id: None,
         }
@@ -183,35 +214,94 @@ impl Redis {
         )
     }
 
+    /// The sentinels asked before each dial, if any.
+    pub fn sentinels(&self) -> Option<&Sentinels> {
+        self.inner.sentinels.as_ref()
+    }
+
+    /// How many times the master has moved since this process started watching (always 0 without
+    /// sentinels): a connection dialled under an older generation dials again before its next call.
+    pub fn generation(&self) -> u64 {
+        self.inner
+            .sentinels
+            .as_ref()
+            .map_or(0, Sentinels::generation)
+    }
+
+    /// The client to dial now, and the URL to name in its errors: the configured one, or with
+    /// sentinels, one for the address they give now (blocking: it asks them).
+    fn current_client(&self) -> Result<(redis::Client, String)> {
+        let url = &self.inner.config.url;
+        let Some(sentinels) = &self.inner.sentinels else {
+            return Ok((self.inner.client.clone(), url.clone()));
+        };
+        let timeout = self.inner.config.connect_timeout;
+        sentinels.watch(timeout);
+        let (host, port) = sentinels
+            .resolve(timeout, |host, port| self.client_at(host, port))
+            .map_err(|no_master| {
+                Error::from(ConnectError::new(
+                    ConnectErrorKind::NoMaster,
+                    url,
+                    no_master.to_string(),
+                ))
+            })?;
+        let client = self
+            .client_at(&host, port)
+            .map_err(|e| self.dial_error_at(url, e))?;
+        let master = sentinels.config().master_name.as_str();
+        Ok((client, format!("{url} (master {master} at {host}:{port})")))
+    }
+
+    /// A client for the configured server's settings (password, database, TLS) at another address.
+    fn client_at(&self, host: &str, port: u16) -> redis::RedisResult<redis::Client> {
+        let addr = match self.inner.info.addr() {
+            ConnectionAddr::TcpTls {
+                insecure,
+                tls_params,
+                ..
+            } => ConnectionAddr::TcpTls {
+                host: host.to_owned(),
+                port,
+                insecure: *insecure,
+                tls_params: tls_params.clone(),
+            },
+            _ => ConnectionAddr::Tcp(host.to_owned(), port),
+        };
+        open_client(
+            self.inner.info.clone().set_addr(addr),
+            &self.inner.root_cert,
+        )
+    }
+
     /// A plain synchronous connection (no runtime), for one-command calls from a caller's thread.
     pub(crate) fn dial_sync(&self) -> Result<redis::Connection> {
-        self.check_tls_answers()?;
-        let conn = self
-            .inner
-            .client
+        let (client, url) = self.current_client()?;
+        self.check_tls_answers(&client, &url)?;
+        let conn = client
             .get_connection_with_timeout(self.inner.config.connect_timeout)
-            .map_err(|e| self.dial_error(e))?;
+            .map_err(|e| self.dial_error_at(&url, e))?;
         conn.set_read_timeout(Some(RESPONSE_TIMEOUT))
             .and_then(|_| conn.set_write_timeout(Some(RESPONSE_TIMEOUT)))
-            .map_err(|e| self.dial_error(e))?;
+            .map_err(|e| self.dial_error_at(&url, e))?;
         Ok(conn)
     }
 
     /// Before the first synchronous dial of a `rediss://` URL, makes sure the port answers a TLS
     /// handshake at all: the redis crate's synchronous TLS handshake has no timeout, and a plain port
     /// never answers one.
-    fn check_tls_answers(&self) -> Result<()> {
+    fn check_tls_answers(&self, client: &redis::Client, url: &str) -> Result<()> {
         if !self.tls_unchecked() {
             return Ok(());
         }
         if let redis::ConnectionAddr::TcpTls { host, port, .. } =
-            self.inner.client.get_connection_info().addr()
+            client.get_connection_info().addr()
         {
             super::tls_probe::check(host, *port, self.inner.config.connect_timeout).map_err(
                 |silent| {
                     Error::from(ConnectError::new(
                         ConnectErrorKind::Tls,
-                        &self.inner.config.url,
+                        url,
                         silent.to_string(),
                     ))
                 },
@@ -232,18 +322,19 @@ impl Redis {
 
     /// An error from dialling: what stopped the connection, with the masked URL.
     pub(crate) fn dial_error(&self, e: redis::RedisError) -> Error {
-        let db = self
-            .inner
-            .client
-            .get_connection_info()
-            .redis_settings()
-            .db();
-        let error = ConnectError::classify(&self.inner.config.url, db, e);
+        self.dial_error_at(&self.inner.config.url, e)
+    }
+
+    /// An error from dialling `url` (the configured URL, or with the address the sentinels gave).
+    /// A refused password is reported with what the server said (see [`Redis::auth_reply`]).
+    fn dial_error_at(&self, url: &str, e: redis::RedisError) -> Error {
+        let db = self.inner.info.redis_settings().db();
+        let error = ConnectError::classify(url, db, e);
         if error.kind != ConnectErrorKind::WrongPassword {
             return Error::from(error);
         }
         match self.auth_reply() {
-            Some(reply) => Error::from(ConnectError::refused_auth(&self.inner.config.url, reply)),
+            Some(reply) => Error::from(ConnectError::refused_auth(url, reply)),
             None => Error::from(error),
         }
     }
@@ -259,7 +350,9 @@ impl Redis {
     }
 
     fn ask_auth(&self) -> Option<String> {
-        let info = self.inner.client.get_connection_info();
+        // The configured address: with sentinels its host is the master's name, not dialled, so
+        // this finds nothing and the crate's own message stands.
+        let info = &self.inner.info;
         let settings = info.redis_settings();
         let password = settings.password()?;
         let mut auth = redis::cmd("AUTH");
@@ -270,7 +363,7 @@ impl Redis {
         let bare = info.clone().set_redis_settings(
             redis::RedisConnectionInfo::default().set_protocol(settings.protocol()),
         );
-        let client = open_client(bare, self.inner.root_cert.as_deref()).ok()?;
+        let client = open_client(bare, &self.inner.root_cert).ok()?;
         let mut conn = client
             .get_connection_with_timeout(self.inner.config.connect_timeout)
             .ok()?;
@@ -291,10 +384,20 @@ impl Redis {
 
     /// An error from a command on a dialled connection. A server that needs a password lets a
     /// client without one connect and answers every command `NOAUTH`: that is reported as the
-    /// connection's failure, like a dial error.
+    /// connection's failure, like a dial error. A server that is no longer a master (`READONLY`,
+    /// `UNBLOCKED`, `MASTERDOWN`: a failover demoted it) is too, so the connection is dropped and the
+    /// next call dials again, through the sentinels to the new master; the command had no effect.
     pub(crate) fn command_error(&self, e: redis::RedisError) -> Error {
         if ConnectError::is_noauth(&e) {
             self.dial_error(e)
+        } else if sentinel::is_role_change(&e) {
+            Error::Connection {
+                message: format!(
+                    "Redis at {} is no longer the master ({e}): dialling again",
+                    mask(&self.inner.config.url)
+                ),
+                source: Some(e),
+            }
         } else {
             Error::from(e)
         }
@@ -303,9 +406,18 @@ impl Redis {
     async fn dial(&self, blocking: bool) -> Result<MultiplexedConnection> {
         // The asynchronous dial is bounded as a whole, but a timeout alone would not say why; the
         // same check as the synchronous dial's names a port that does not speak TLS.
-        if self.tls_unchecked() {
+        let (client, url) = if self.inner.sentinels.is_some() {
+            // Asking the sentinels blocks (each step bounded by the connect timeout).
             let redis = self.clone();
-            tokio::task::spawn_blocking(move || redis.check_tls_answers())
+            tokio::task::spawn_blocking(move || redis.current_client())
+                .await
+                .map_err(|e| Error::closed_by("the sentinel lookup did not finish", e.into()))??
+        } else {
+            (self.inner.client.clone(), self.inner.config.url.clone())
+        };
+        if self.tls_unchecked() {
+            let (redis, client, url) = (self.clone(), client.clone(), url.clone());
+            tokio::task::spawn_blocking(move || redis.check_tls_answers(&client, &url))
                 .await
                 .map_err(|e| Error::closed_by("the TLS check did not finish", e.into()))??;
         }
@@ -317,18 +429,61 @@ impl Redis {
         let cfg = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.inner.config.connect_timeout))
             .set_response_timeout(response_timeout);
-        self.inner
-            .client
+        client
             .get_multiplexed_async_connection_with_config(&cfg)
             .await
-            .map_err(|e| self.dial_error(e))
+            .map_err(|e| self.dial_error_at(&url, e))
     }
+}
+
+/// A client for `info`, trusting `root_cert` (PEM) for TLS instead of the system's when given.
+fn open_client(
+    info: ConnectionInfo,
+    root_cert: &Option<Vec<u8>>,
+) -> redis::RedisResult<redis::Client> {
+    match root_cert {
+        None => redis::Client::open(info),
+        Some(root_cert) => redis::Client::build_with_tls(
+            info,
+            redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(root_cert.clone()),
+            },
+        ),
+    }
+}
+
+/// Sentinels need a TCP URL (its host is the master's name, not dialled) and at least one sentinel.
+fn check_sentinel(
+    sentinel: &SentinelConfig,
+    info: &ConnectionInfo,
+    url: &str,
+) -> Result<SentinelConfig> {
+    if sentinel.sentinels.is_empty() {
+        return Err(Error::InvalidArgument(
+            "redis option sentinels: needs at least one sentinel (host and port)".to_owned(),
+        ));
+    }
+    if sentinel.master_name.is_empty() {
+        return Err(Error::InvalidArgument(
+            "Redis Sentinel needs the master's name (name:, or the URL's host)".to_owned(),
+        ));
+    }
+    if matches!(info.addr(), ConnectionAddr::Unix(_)) {
+        return Err(Error::InvalidArgument(format!(
+            "redis option sentinels: needs a redis:// or rediss:// URL (its host names the master), not {:?}",
+            redact(url)
+        )));
+    }
+    Ok(sentinel.clone())
 }
 
 /// One connection that redials after it breaks.
 pub struct Conn {
     redis: Redis,
     conn: Option<MultiplexedConnection>,
+    /// [`Redis::generation`] when `conn` was dialled.
+    generation: u64,
     blocking: bool,
     /// Server-side id of a blocking connection, so a stopping process can `CLIENT UNBLOCK` it.
     client_id: Option<i64>,
@@ -344,7 +499,15 @@ impl Conn {
     }
 
     async fn connection(&mut self) -> Result<&mut MultiplexedConnection> {
+        let generation = self.redis.generation();
+        if self.conn.is_some() && self.generation != generation {
+            // The master moved (Sentinel): this connection is on the old one. Nothing is unconfirmed
+            // on a multiplexed connection (every call waited for its reply), so it just dials again.
+            self.conn = None;
+            self.client_id = None;
+        }
         if self.conn.is_none() {
+            self.generation = generation;
             let mut conn = self.redis.dial(self.blocking).await?;
             if self.blocking {
                 let id = redis::cmd("CLIENT").arg("ID").query_async(&mut conn).await;
@@ -397,23 +560,6 @@ impl Conn {
         let c = self.connection().await?;
         let r = invocation.invoke_async(c).await;
         self.check(r)
-    }
-}
-
-/// A client for `info`, trusting `root_cert` (PEM) for TLS instead of the system's CAs when given.
-fn open_client(
-    info: redis::ConnectionInfo,
-    root_cert: Option<&[u8]>,
-) -> redis::RedisResult<redis::Client> {
-    match root_cert {
-        None => redis::Client::open(info),
-        Some(root_cert) => redis::Client::build_with_tls(
-            info,
-            redis::TlsCertificates {
-                client_tls: None,
-                root_cert: Some(root_cert.to_vec()),
-            },
-        ),
     }
 }
 

@@ -19,11 +19,12 @@
 //! - [`tls_probe`]: whether a `rediss://` port answers a TLS handshake at all, before the first
 //!   synchronous dial (whose handshake has no timeout);
 //! - [`connect_error`]: why Redis could not be used at all ([`ConnectError`]), in words a user can
-//!   act on.
+//!   act on;
+//! - [`sentinel`]: finding the current master through Redis Sentinel before every dial, and which
+//!   replies mean a connection is on a demoted master (`READONLY`) and must be dialled again.
 //!
-//! Sentinel and shard code will live here too (finding the current primary through Sentinel,
-//! choosing which server a key is on): what changes where a connection goes, not what the engine
-//! writes on it. The shards of an ordered queue are not that: they are keys on one server, and
+//! Shard code will live here too (choosing which server a key is on): what changes where a
+//! connection goes, not what the engine writes on it. The shards of an ordered queue are not that: they are keys on one server, and
 //! belong to [`crate::ordered`].
 //!
 //! The crate's root re-exports the types a caller configures a process with and matches its errors
@@ -40,5 +41,6 @@ pub mod busy_poll;
 pub mod connect_error;
 pub mod connection;
 pub mod reply_mode;
+pub mod sentinel;
 mod tcp_socket;
 pub mod tls_probe;

@@ -1,0 +1,111 @@
+# frozen_string_literal: true
+
+require "tmpdir"
+require "fileutils"
+require "queue/testing/redis_server"
+
+# A Redis Sentinel deployment for one example: a redis-server primary, a replica (`replicaof`), and
+# three redis-sentinels monitoring the primary as "mymaster", each on a free loopback port, in a temp
+# dir (sentinel rewrites its configuration file there). Started and stopped by pid.
+class SentinelServers
+  MASTER = "mymaster"
+
+  attr_reader :primary_port, :replica_port, :sentinel_ports, :dir
+
+  # `sentinel_password`: the sentinels' own `requirepass` (not the master's).
+  def initialize(sentinel_password: nil)
+    @sentinel_password = sentinel_password
+    @dir = Dir.mktmpdir("queue-sentinel")
+    @primary_port, @replica_port, *@sentinel_ports = Array.new(5) { JobQueue::Testing::RedisServer.free_port }
+    @pids = []
+  end
+
+  def start
+    server("primary", @primary_port)
+    wait("the primary") { role(@primary_port) == "master" }
+    server("replica", @replica_port, "--replicaof", "127.0.0.1", @primary_port.to_s)
+    wait("the replica in sync") { client(@replica_port) { |c| c.info("replication")["master_link_status"] == "up" } }
+    @sentinel_ports.each_with_index { |port, i| sentinel(i, port) }
+    @sentinel_ports.each do |port|
+      wait("sentinel #{port} to see the replica") { sentinel_client(port) { |c| c.call(["sentinel", "replicas", MASTER]).any? } }
+    end
+    self
+  end
+
+  def stop
+    @pids.each do |pid|
+      Process.kill("KILL", pid)
+      Process.wait(pid)
+    rescue Errno::ESRCH, Errno::ECHILD
+      nil
+    end
+    @pids.clear
+    FileUtils.rm_rf(@dir)
+  end
+
+  # The sentinels as config.redis takes them.
+  def sentinels
+    @sentinel_ports.map { |port| {host: "127.0.0.1", port: port} }
+  end
+
+  # Starts a failover (`SENTINEL FAILOVER`, retried while the sentinels do not yet judge the replica
+  # fit) and returns the monotonic time at which the replica answered ROLE as master.
+  def failover!
+    wait("SENTINEL FAILOVER to start") do
+      sentinel_client(@sentinel_ports.first) { |c| c.call(["sentinel", "failover", MASTER]) == "OK" }
+    end
+    wait("the replica promoted", interval: 0.005) { role(@replica_port) == "master" }
+    Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  end
+
+  def role(port)
+    client(port) { |c| c.call(["role"]).first }
+  end
+
+  # A plain connection to one server, closed after the block; nil when it cannot be reached.
+  def client(port, password: nil)
+    conn = Redis.new(host: "127.0.0.1", port: port, password: password, timeout: 2, reconnect_attempts: 0)
+    yield conn
+  rescue Redis::BaseError
+    nil
+  ensure
+    conn&.close
+  end
+
+  def sentinel_client(port, &block)
+    client(port, password: @sentinel_password, &block)
+  end
+
+  private
+
+  def server(name, port, *args)
+    dir = File.join(@dir, name)
+    FileUtils.mkdir_p(dir)
+    @pids << Process.spawn("redis-server", "--port", port.to_s, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+      "--dir", dir, *args, out: File.join(dir, "log"), err: [:child, :out])
+  end
+
+  def sentinel(index, port)
+    conf = File.join(@dir, "sentinel-#{index}.conf")
+    File.write(conf, <<~CONF)
+      port #{port}
+      bind 127.0.0.1
+      daemonize no
+      dir #{@dir}
+      sentinel monitor #{MASTER} 127.0.0.1 #{@primary_port} 2
+      sentinel down-after-milliseconds #{MASTER} 1000
+      sentinel failover-timeout #{MASTER} 5000
+      #{"requirepass #{@sentinel_password}" if @sentinel_password}
+    CONF
+    @pids << Process.spawn("redis-sentinel", conf, out: File.join(@dir, "sentinel-#{index}.log"), err: [:child, :out])
+  end
+
+  def wait(what, timeout: 30, interval: 0.02)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+    until yield
+      raise "timed out after #{timeout}s waiting for #{what} (#{@dir})" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      sleep interval
+    end
+  end
+end
