@@ -100,6 +100,18 @@ RSpec.describe "iterable jobs in a server process" do
     expect(redis.lrange("it:events:self", 0, -1)).to eq(%w[on_cancel on_complete])
   end
 
+  it "saves the cursor of an item that raised, so the retry starts at that item" do
+    redis.set("it:fail:retry", "1")
+    jid = IterableFailingOnceJob.perform_async("retry", 6, 4)
+    server
+    wait_until("the failure in the retry set") { redis.zcard("retry") == 1 || events("retry").any? }
+    expect(redis.hgetall("it-#{jid}")).to include("ex" => "1", "c" => "4")
+    wait_for_completion("retry", jid)
+
+    expect(built_from("retry")).to eq([nil, 4])
+    expect(runs("retry")).to eq(items(0...6))
+  end
+
   {"7.3" => "7_3", "8.0" => "8_0"}.each do |version, suffix|
     it "resumes a job Sidekiq #{version} interrupted, from the cursor in its it-<jid> hash" do
       job = Sidekiq8Fixtures.job("iterable_job_#{suffix}.json")

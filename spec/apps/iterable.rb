@@ -52,3 +52,22 @@ class IterableSelfCancellingJob
     Record.redis.rpush("it:events:#{arguments.first}", "on_complete")
   end
 end
+
+# Fails once at item `at` (while `it:fail:<name>` exists), then retries a second later.
+class IterableFailingOnceJob
+  include JobQueue::IterableJob
+  sidekiq_retry_in { 1 }
+
+  def build_enumerator(name, count, _at, cursor:)
+    Record.redis.rpush("it:built:#{name}", JSON.generate("cursor" => cursor, "pid" => Process.pid))
+    array_enumerator(Array.new(count) { |i| "item-#{i}" }, cursor: cursor)
+  end
+
+  def each_iteration(item, name, _count, at)
+    raise ArgumentError, "failing at #{item}" if item == "item-#{at}" && Record.redis.del("it:fail:#{name}") == 1
+
+    Record.redis.hincrby("it:runs:#{name}", item, 1)
+  end
+
+  def on_complete = Record.redis.rpush("it:events:#{arguments.first}", "on_complete")
+end
