@@ -63,6 +63,20 @@ RSpec.describe "iterable jobs in a server process" do
     expect(events("term")).to eq(%w[on_start on_stop on_resume on_stop on_complete])
   end
 
+  it "is interrupted by quiet (TSTP) too, as Sidekiq's quiet processors are: re-queued with its cursor, the server still up" do
+    jid = IterableArrayJob.perform_async("quiet", 40, 0.05)
+    quiet = server
+    wait_until("3 items to run") { redis.get("it:count:quiet").to_i >= 3 }
+    quiet.signal("TSTP")
+    wait_until("the job to be back in its queue") { queued_jobs.map { |job| job["jid"] } == [jid] }
+
+    done = runs("quiet")
+    expect(done).to eq(items(0...done.size))
+    expect(redis.hgetall("it-#{jid}")).to include("ex" => "1", "c" => done.size.to_s)
+    expect(events("quiet")).to eq(%w[on_start on_stop])
+    expect(quiet).to be_running
+  end
+
   it "stops a running job that Client#cancel! marked, at its next state write" do
     jid = IterableArrayJob.perform_async("cancel", 1000, 0.01)
     server
