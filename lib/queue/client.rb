@@ -24,6 +24,14 @@ module JobQueue
       @config = config
     end
 
+    # Sidekiq 7.3's `Client#cancel!(jid)`: marks an iterable job cancelled in its `it-<jid>` hash and
+    # returns the epoch second it was (the first call's). Asynchronous: a running job notices it within
+    # Iterable::STATE_FLUSH_INTERVAL seconds, a queued one when it starts. Needs the redis gem
+    # (JobQueue.redis).
+    def cancel!(jid)
+      Iterable::State.cancel!(jid)
+    end
+
     # Returns the job's jid, or nil if a middleware stopped it or it was dropped as a duplicate.
     def push(item)
       job = prepare(item) or return nil

@@ -2,6 +2,7 @@
 
 require_relative "job_retry"
 require_relative "job_run"
+require_relative "iterable"
 
 module JobQueue
   # One processor thread: takes a job from its fetcher, runs the server middleware and `perform`,
@@ -51,6 +52,11 @@ module JobQueue
       @fetcher&.close
     end
 
+    # Whether the server is stopping (quiet, or TERM): a job's `interrupted?`.
+    def stopping?
+      @launcher.quiet?
+    end
+
     # Sidekiq's thread id: base-36 of the thread's object id xor the pid.
     def tid
       @tid ||= (Thread.current.object_id ^ ::Process.pid).to_s(36)
@@ -96,6 +102,7 @@ module JobQueue
         klass = constantize(job["class"])
         worker = klass.new
         worker.jid = job["jid"] if worker.respond_to?(:jid=)
+        worker._context = self if worker.respond_to?(:_context=)
         deduplicated(klass, job) if !key_released && job["idempotency_key"] && !job.key?("duplicate-of")
         return @fetcher.expired if Expiry.expired?(job) # `expires_in` ran out before it could start
 
@@ -107,9 +114,22 @@ module JobQueue
         @fetcher.done
       rescue Shutdown
         raise
+      rescue Iterable::Interrupted
+        requeue_interrupted(job)
       rescue Exception => e # rubocop:disable Lint/RescueException
         engine_call { @retry.failed(@fetcher, klass, job, raw, e) }
       end
+    end
+
+    # An iterable job stopped between two items because the server is stopping; its cursor is saved.
+    # As Sidekiq 7.3's InterruptHandler, the job (as the middleware left it, same jid) is pushed back to
+    # its queue through the client (middleware included), and the run counts as done, not failed. When
+    # Redis refuses the push the job is not acknowledged: the engine puts it back at the end of the stop.
+    def requeue_interrupted(job)
+      Client.new(@config).push(job)
+      @fetcher.done
+    rescue ConnectionError, RedisError => e
+      @config.report_error(e, context: "re-queueing an interrupted iterable job failed; it goes back to its queue when the server stops")
     end
 
     # A job pushed with deduplication that holds its key (a job marked `duplicate-of` never does):

@@ -61,6 +61,15 @@ module JobQueue
 
     attr_accessor :jid
 
+    # The processor running this job (Sidekiq 7's `_context`; not a public API).
+    attr_accessor :_context
+
+    # Sidekiq 7's `interrupted?`: true once the server running this job is stopping (quiet or TERM),
+    # so a long job can stop early. Nil outside a server (perform_inline, the testing modes).
+    def interrupted?
+      @_context&.stopping?
+    end
+
     # The configured logger, inside `perform` as in Sidekiq::Worker#logger.
     def logger
       JobQueue.logger

@@ -18,6 +18,7 @@ end
 
 require_relative "sidekiq/options"
 require_relative "sidekiq/worker"
+require_relative "sidekiq/iterable_job"
 require_relative "sidekiq/client"
 require_relative "sidekiq/module"
 
