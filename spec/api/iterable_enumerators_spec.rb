@@ -61,7 +61,9 @@ RSpec.describe JobQueue::Iterable do
   describe "the ActiveRecord enumerators" do
     let(:result) do
       script = File.expand_path("../apps/iterable_active_record.rb", __dir__)
-      output = Bundler.with_unbundled_env { IO.popen([RbConfig.ruby, script], err: [:child, :out], &:read) }
+      # Outside any bundle this spec may run under (plain `rspec`, as CI runs it, loads no Bundler).
+      unbundled = {"BUNDLE_GEMFILE" => nil, "BUNDLE_BIN_PATH" => nil, "RUBYOPT" => nil, "RUBYLIB" => nil}
+      output = IO.popen(unbundled, [RbConfig.ruby, script], err: [:child, :out], &:read)
       expect($?.success?).to be(true), output
       JSON.parse(output.lines.last)
     end
