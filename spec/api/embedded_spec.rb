@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "socket"
+require "tmpdir"
 require_relative "../compat/shim_helper"
 
 # JobQueue.configure_embed and the shim's Sidekiq.configure_embed, each in a plain Ruby process (no
@@ -11,8 +13,8 @@ RSpec.describe "embedded mode", :shim do
 
   # Runs the job pushed before `run`, and prints what the process saw on a RESULT line (its log
   # shares the output).
-  def embed(setup, push)
-    out = run_ruby(<<~RUBY, requires: ["redis"])
+  def embed(setup, push, env: {})
+    out = run_ruby(<<~RUBY, requires: ["redis"], env: env)
       r = Redis.new(url: ENV["REDIS_URL"])
       #{setup}
       #{push}
@@ -65,5 +67,30 @@ RSpec.describe "embedded mode", :shim do
     expect(state["trap"]).to eq("DEFAULT")
     expect(requeued).to eq(0)
     expect(redis.lrange("events", 0, -1)).to eq(["sidekiq startup"])
+  end
+
+  it "leaves NOTIFY_SOCKET to the host: no READY, STATUS or watchdog ping from an embedded server" do
+    Dir.mktmpdir("qe-") do |dir| # short: a socket path has at most 107 bytes
+      path = File.join(dir, "notify.sock")
+      manager = Socket.new(:UNIX, :DGRAM)
+      manager.bind(Socket.pack_sockaddr_un(path))
+      setup = <<~RUBY
+        require "queue"
+        JobQueue.configure { |c| c.redis = {url: ENV["REDIS_URL"]} }
+        class NotifyEmbedWorker
+          include JobQueue::Worker
+          def perform(x) = Redis.new(url: ENV["REDIS_URL"]).rpush("ran", JSON.generate([x, Process.pid]))
+        end
+        embedded = JobQueue.configure_embed
+      RUBY
+      ran, info, = embed(setup, 'NotifyEmbedWorker.perform_async("quiet host")', env: {"NOTIFY_SOCKET" => path, "WATCHDOG_USEC" => "100000"})
+
+      expect(ran.first).to eq("quiet host")
+      expect(info).to include("embedded" => true, "queues" => %w[default])
+      # A unix datagram is in the socket once sent, and the process has exited: nothing was sent.
+      expect(manager.recv_nonblock(4096, exception: false)).to eq(:wait_readable)
+    ensure
+      manager&.close
+    end
   end
 end
