@@ -26,6 +26,7 @@ module JobQueue
     def run
       raise Error, "this embedded server already runs; call stop before run" if @launcher
 
+      rails_setup
       launcher = Launcher.new(@config, embedded: true)
       begin
         launcher.run
@@ -59,6 +60,20 @@ module JobQueue
       launcher = @launcher or return 0
       @launcher = nil
       launcher.started? ? launcher.stop : 0
+    end
+
+    private
+
+    # In a booted Rails app (Puma serving it), each job runs inside the app's reloader, as under
+    # `bundle exec queue`: ActiveRecord connections go back to the pool after each job.
+    def rails_setup
+      return unless defined?(::Rails::Railtie) && ::Rails.respond_to?(:application)
+
+      app = ::Rails.application
+      return unless app&.initialized?
+
+      require_relative "rails_integration/server"
+      RailsIntegration::Server.setup(app, @config, embedded: true)
     end
   end
 end
