@@ -22,8 +22,13 @@ RSpec.describe "embedded mode", :shim do
       embedded.run
       _, ran = r.blpop("ran", timeout: 30)
       info = JSON.parse(r.hget(embedded.identity, "info")).slice("embedded", "concurrency", "queues")
-      state = {"server" => JobQueue.server?, "trap" => Signal.trap("TERM", before).to_s}
-      results = [JSON.parse(ran), info, state, embedded.stop, r.smembers("processes").size]
+      again = begin
+        embedded.run
+      rescue JobQueue::Error => e
+        e.message
+      end
+      state = {"server" => JobQueue.server?, "trap" => Signal.trap("TERM", before).to_s, "again" => again, "running" => embedded.running?}
+      results = [JSON.parse(ran), info, state, embedded.stop, r.smembers("processes").size, embedded.running?, embedded.stop]
       puts "RESULT " + JSON.generate(results)
     RUBY
     JSON.parse(out.lines.grep(/\ARESULT /).last.delete_prefix("RESULT "))
@@ -40,12 +45,14 @@ RSpec.describe "embedded mode", :shim do
       end
       embedded = JobQueue.configure_embed { |c| c.queues = %w[embedded default] }
     RUBY
-    ran, info, state, requeued, processes = embed(setup, 'EmbedWorker.set(queue: "embedded").perform_async("one")')
+    ran, info, state, requeued, processes, running, second_stop = embed(setup, 'EmbedWorker.set(queue: "embedded").perform_async("one")')
 
     expect(ran.first).to eq("one")
     expect(info).to eq("embedded" => true, "concurrency" => 2, "queues" => %w[embedded default])
-    expect(state).to eq("server" => false, "trap" => "DEFAULT") # no TERM handler installed by run
+    expect(state).to eq("server" => false, "trap" => "DEFAULT", # no TERM handler installed by run
+      "again" => "this embedded server already runs; call stop before run", "running" => true)
     expect([requeued, processes]).to eq([0, 0])
+    expect([running, second_stop]).to eq([false, 0]) # stopped: a second stop has nothing to do
     expect(redis.lrange("events", 0, -1)).to eq(["startup"])
   end
 
