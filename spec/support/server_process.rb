@@ -3,8 +3,8 @@
 require "tmpdir"
 
 # A real server process under test: `exe/queue` (ours) or `sidekiq` (the real Sidekiq 6.4.1), run
-# against the test Redis with an app file from spec/apps, or Debian's `puma` serving an app directory
-# of spec/apps (its puma.rb and config.ru; args such as `-b tcp://…`). Its output goes to a log file
+# against the test Redis with an app file from spec/apps, or Debian's `puma` serving the config.ru of
+# an app directory of spec/apps (args such as `-C puma.rb -b tcp://…`). Its output goes to a log file
 # that a failing example prints.
 class ServerProcess
   ROOT = File.expand_path("../..", __dir__)
@@ -27,9 +27,7 @@ class ServerProcess
       case @kind
       when :queue then [RbConfig.ruby, File.join(ROOT, "exe", "queue"), "-r", @app, *@args]
       when :sidekiq then [RbConfig.ruby, "-S", "sidekiq", "-r", @app, *@args]
-      when :puma
-        puma = Gem.bin_path("puma", "puma")
-        [RbConfig.ruby, "-I", File.join(ROOT, "lib"), puma, "-C", File.join(@app, "puma.rb"), *@args, File.join(@app, "config.ru")]
+      when :puma then [RbConfig.ruby, "-I", File.join(ROOT, "lib"), Gem.bin_path("puma", "puma"), *@args, File.join(@app, "config.ru")]
       end
     @pid = Process.spawn(@env, *command, chdir: ROOT, out: @log, err: [:child, :out], pgroup: true)
     self
