@@ -41,9 +41,23 @@ module JobQueue
       config
     end
 
-    # Yields the configuration only inside `bundle exec queue`.
-    def configure_server
+    # Yields the configuration only inside `bundle exec queue`. The block is kept for
+    # configure_embed, which runs it too (as Sidekiq 7 does).
+    def configure_server(&block)
+      (@server_blocks ||= []) << block if block
       yield config if server?
+    end
+
+    # A server to run inside another program (a Puma worker; README, "Embedded mode"): concurrency 2
+    # unless set here (Sidekiq 7's default: the host's threads share the GVL), then the
+    # configure_server blocks seen so far, then this block. Returns a JobQueue::Embedded; call `run`
+    # to start it and `stop` to end it.
+    def configure_embed
+      require_relative "queue/embedded"
+      config.concurrency = 2
+      @server_blocks&.each { |block| block.call(config) }
+      yield config if block_given?
+      Embedded.new(config)
     end
 
     # Yields the configuration everywhere but inside `bundle exec queue`.

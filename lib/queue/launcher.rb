@@ -5,7 +5,8 @@ require_relative "ordered/server"
 
 module JobQueue
   # Runs one server process: the engine's background work (heartbeat, scheduler, recovery) and
-  # `concurrency` processor threads.
+  # `concurrency` processor threads. The CLI (cli.rb) runs one and turns signals into its calls;
+  # JobQueue::Embedded (embedded.rb) runs one inside another program (Puma), `embedded: true`.
   #
   # Stopping is ordered so that every job either finishes or goes back to its queue: quiet the
   # engine (no more work is handed out), let the threads finish within the timeout, then have the
@@ -13,8 +14,9 @@ module JobQueue
   class Launcher
     attr_reader :identity, :config, :ordered
 
-    def initialize(config = JobQueue.config)
+    def initialize(config = JobQueue.config, embedded: false)
       @config = config
+      @embedded = embedded
       @identity = "#{hostname}:#{::Process.pid}:#{SecureRandom.hex(6)}"
       @quiet = false
       @processors = []
@@ -25,7 +27,8 @@ module JobQueue
       @config.fire_event(:startup, reraise: true) # lifecycle hooks (lifecycle.rb), as Sidekiq's CLI
       @config.engine_job_lines = Logging.start_server_lines(@config) # per-job lines (logging.rb)
       @server = @config.engine.start_server(
-        @identity, @config.queues, @config.strict_order?, @config.concurrency, @config.max_batch, info_json, true
+        @identity, @config.queues, @config.strict_order?, @config.concurrency, @config.max_batch, info_json, true,
+        !@embedded # an embedded server leaves systemd's NOTIFY_SOCKET to the program it runs in
       )
       @config.fire_event(:heartbeat) # the engine registered the process and wrote its first beat
       @config.on_server_init&.call
@@ -38,6 +41,11 @@ module JobQueue
 
     def quiet?
       @quiet
+    end
+
+    # True when run inside another program (JobQueue.configure_embed).
+    def embedded?
+      @embedded
     end
 
     # True once the engine's server runs (registered in Redis): until then there is nothing to stop.
@@ -75,9 +83,10 @@ module JobQueue
     end
 
     # The process title, as Sidekiq sets it for `ps` and `top`: "queue 0.1.0 app [3 of 10 busy]", with
-    # " stopping" once quiet. The CLI's loop calls it every second.
+    # " stopping" once quiet. The CLI's loop calls it every second. Not when embedded: the title is
+    # the host program's (Sidekiq 7 leaves $0 alone when embedded too).
     def update_title
-      return unless @server
+      return unless @server && !@embedded
 
       tag = @config.tag.to_s.empty? ? "" : " #{@config.tag}"
       title = "queue #{VERSION}#{tag} [#{@server.busy_count} of #{@config.concurrency} busy]"
@@ -134,7 +143,7 @@ module JobQueue
         "labels" => Array(@config.labels),
         "identity" => @identity,
         "version" => "queue #{VERSION}",
-        "embedded" => false
+        "embedded" => @embedded
       )
     end
 

@@ -38,6 +38,15 @@ RSpec.describe "A Rails 6.1 app with queue" do
     end
   end
 
+  it "wraps an embedded server's jobs in the app's reloader (JobQueue.configure_embed in a Rails process)" do
+    output, status = RailsApp.run(RbConfig.ruby, "bin/rails", "runner", "script/embedded.rb", env: {"DATABASE_POOL" => "1"})
+    expect(status).to be_success, output
+    expect(output).to include("embedded stopped, 0 requeued")
+    rows = RailsApp.entries.select { |kind, *| kind == "plain" }
+    expect(rows.map { |_, key, value, _| [key, value] }).to match_array([["e0", 0], ["e1", 1], ["e2", 2], ["e3", 3]])
+    expect(rows.map(&:last)).to all(eq(0)), "a job started holding a database connection: #{rows}"
+  end
+
   it "passes its own specs (the shared example 'an idempotent worker', the test modes)" do
     output, status = RailsApp.run("bundle", "exec", "rspec")
     expect(status).to be_success, output

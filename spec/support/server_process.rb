@@ -3,15 +3,17 @@
 require "tmpdir"
 
 # A real server process under test: `exe/queue` (ours) or `sidekiq` (the real Sidekiq 6.4.1), run
-# against the test Redis with an app file from spec/apps. Its output goes to a log file that a failing
-# example prints.
+# against the test Redis with an app file from spec/apps, or Debian's `puma` serving the config.ru of
+# an app directory of spec/apps (args such as `-C puma.rb -b tcp://…`). Its output goes to a log file
+# that a failing example prints.
 class ServerProcess
   ROOT = File.expand_path("../..", __dir__)
   APPS = File.join(ROOT, "spec", "apps")
 
   attr_reader :pid, :log
 
-  # kind: :queue or :sidekiq. app: file name under spec/apps. args: extra CLI flags.
+  # kind: :queue, :sidekiq or :puma. app: file (directory for :puma) name under spec/apps. args:
+  # extra CLI flags.
   def initialize(kind: :queue, app:, args: [], env: {})
     @kind = kind
     @app = File.join(APPS, app)
@@ -25,6 +27,7 @@ class ServerProcess
       case @kind
       when :queue then [RbConfig.ruby, File.join(ROOT, "exe", "queue"), "-r", @app, *@args]
       when :sidekiq then [RbConfig.ruby, "-S", "sidekiq", "-r", @app, *@args]
+      when :puma then [RbConfig.ruby, "-I", File.join(ROOT, "lib"), Gem.bin_path("puma", "puma"), *@args, File.join(@app, "config.ru")]
       end
     @pid = Process.spawn(@env, *command, chdir: ROOT, out: @log, err: [:child, :out], pgroup: true)
     self
@@ -69,13 +72,22 @@ class ServerProcess
     File.exist?(@log) ? File.read(@log) : ""
   end
 
-  # Ensures no process outlives its example.
+  # Ensures no process outlives its example (for Puma, its workers too: they share its group).
   def ensure_stopped
+    kill_group if @kind == :puma
     return unless running?
 
     Process.kill("KILL", @pid)
     Process.wait(@pid)
   rescue Errno::ESRCH, Errno::ECHILD
+    nil
+  end
+
+  private
+
+  def kill_group
+    Process.kill("KILL", -@pid) if @pid
+  rescue Errno::ESRCH, Errno::EPERM
     nil
   end
 end

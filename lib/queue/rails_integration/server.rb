@@ -2,7 +2,8 @@
 
 module JobQueue
   module RailsIntegration
-    # What `bundle exec queue` adds in a Rails app, once it is initialized (Railtie).
+    # What `bundle exec queue` adds in a Rails app, once it is initialized (Railtie), and what an
+    # embedded server adds when it starts in one (embedded.rb).
     module Server
       # Server middleware: the job, and the middleware after it, inside the app's reloader (which
       # runs the executor), so ActiveRecord connections go back to the pool after each job and code
@@ -31,10 +32,14 @@ module JobQueue
 
       module_function
 
-      def setup(app, config = JobQueue.config)
+      # `embedded:` (JobQueue.configure_embed, in a Rails process such as Puma's) leaves Rails.logger
+      # as the app set it: the host's log is its own. Once per configuration.
+      def setup(app, config = JobQueue.config, embedded: false)
+        return if config.server_middleware.exists?(Reloader)
+
         config.server_middleware.prepend(Reloader, app)
         config.ordered_server_middlewares.unshift(->(_worker, _batch, &block) { app.reloader.wrap(&block) })
-        broadcast_rails_logger
+        broadcast_rails_logger unless embedded
         report_to_rails_error(config)
         warn_small_pool(config)
       end

@@ -16,6 +16,7 @@ use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby};
 use queue_core::link::blocking::{BlockingConn, SyncConn};
 use queue_core::link::sentinel::{SentinelAddr, SentinelConfig};
 use queue_core::server::ServerConfig;
+use queue_core::supervisor::Supervisor;
 use queue_core::{api, client, dedup, migrate, Redis, RedisConfig};
 
 use super::push_template::PushTemplate;
@@ -375,7 +376,9 @@ impl Engine {
     }
 
     /// `start_server(identity, [[queue, weight], ...], strict, concurrency, max_batch, info_json,
-    /// scheduler)`. `strict`: try the queues in the order given (no queue was given a weight).
+    /// scheduler, supervised)`. `strict`: try the queues in the order given (no queue was given a
+    /// weight). `supervised`: report to the service manager named by `NOTIFY_SOCKET`; false for a
+    /// server embedded in another program (Puma), which owns that socket.
     #[allow(clippy::too_many_arguments)]
     fn start_server(
         &self,
@@ -386,6 +389,7 @@ impl Engine {
         max_batch: usize,
         info_json: String,
         scheduler: bool,
+        supervised: bool,
     ) -> Result<Server, Error> {
         let config = ServerConfig {
             identity,
@@ -397,7 +401,17 @@ impl Engine {
             scheduler,
         };
         let redis = self.redis.clone();
-        let server = blocking(move || queue_core::server::Server::start(redis, config))?;
+        let server = blocking(move || {
+            if supervised {
+                queue_core::server::Server::start(redis, config)
+            } else {
+                queue_core::server::Server::start_supervised(
+                    redis,
+                    config,
+                    Supervisor::new(None, None),
+                )
+            }
+        })?;
         Ok(Server::new(server))
     }
 }
@@ -417,7 +431,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("stats", magnus::method!(Engine::stats, 0))?;
     class.define_method("queue_size", magnus::method!(Engine::queue_size, 1))?;
     class.define_method("ping", magnus::method!(Engine::ping, 0))?;
-    class.define_method("start_server", magnus::method!(Engine::start_server, 7))?;
+    class.define_method("start_server", magnus::method!(Engine::start_server, 8))?;
     class.define_method("migrate_queue", magnus::method!(Engine::migrate_queue, 2))?;
     Ok(())
 }

@@ -36,8 +36,21 @@ module Sidekiq
     # @api private: tells this shim's Sidekiq from the gem's.
     def queue_compat? = true
 
-    def configure_server
+    # The block is kept for configure_embed, as in Sidekiq 7.
+    def configure_server(&block)
+      (@server_blocks ||= []) << block if block
       yield self if server?
+    end
+
+    # Sidekiq 7's embedded mode, as JobQueue.configure_embed (README, "Embedded mode"): the
+    # configure_server blocks run (yielded this module, as above), then this block, which is yielded
+    # JobQueue's configuration (`concurrency=`, `queues=`, `redis=`, ... as Sidekiq 7's config).
+    # Returns an object with `run`, `quiet` and `stop`.
+    def configure_embed(&block)
+      JobQueue.configure_embed do |config|
+        @server_blocks&.each { |server_block| server_block.call(self) }
+        block&.call(config)
+      end
     end
 
     def configure_client
