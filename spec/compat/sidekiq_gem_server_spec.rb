@@ -44,7 +44,7 @@ RSpec.describe "Sidekiq.configure_server of an app keeping the sidekiq gem, on q
     "pool" => "queue: Sidekiq.redis = ConnectionPool: queue's engine dials Redis itself and cannot use a connection pool; " \
       "give the settings Hash instead (config.redis = {url: ..., size: ...})\n",
     "driver" => "queue: Sidekiq.redis = {...} (in Sidekiq.configure_server) is queue's Redis too: unknown redis option(s) " \
-      "driver; use url:, password:, namespace:, host:, port:, db:, path:, ssl:, ssl_params:, size:, network_timeout:, pool_timeout:\n"
+      "driver; use #{JobQueue::RedisOptions::KEYS.map { |k| "#{k}:" }.join(", ")}\n"
   }.each do |refused, message|
     it "refuses to start when the block sets what queue cannot honour (#{refused}), naming it and what to use" do
       server = ServerProcess.new(app: "sidekiq_gem_refused.rb", env: {"REFUSED" => refused}).start
