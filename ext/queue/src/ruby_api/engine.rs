@@ -375,7 +375,9 @@ impl Engine {
     }
 
     /// `start_server(identity, [[queue, weight], ...], strict, concurrency, max_batch, info_json,
-    /// scheduler)`. `strict`: try the queues in the order given (no queue was given a weight).
+    /// scheduler, gitlab_fetch_scan)`. `strict`: try the queues in the order given (no queue was given
+    /// a weight). `gitlab_fetch_scan`: seconds between scans for gitlab-sidekiq-fetcher's working
+    /// lists, `nil` for none.
     #[allow(clippy::too_many_arguments)]
     fn start_server(
         &self,
@@ -386,6 +388,7 @@ impl Engine {
         max_batch: usize,
         info_json: String,
         scheduler: bool,
+        gitlab_fetch_scan: Option<u64>,
     ) -> Result<Server, Error> {
         let config = ServerConfig {
             identity,
@@ -395,6 +398,7 @@ impl Engine {
             max_batch,
             info_json,
             scheduler,
+            gitlab_fetch_scan: gitlab_fetch_scan.map(std::time::Duration::from_secs),
         };
         let redis = self.redis.clone();
         let server = blocking(move || queue_core::server::Server::start(redis, config))?;
@@ -417,7 +421,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("stats", magnus::method!(Engine::stats, 0))?;
     class.define_method("queue_size", magnus::method!(Engine::queue_size, 1))?;
     class.define_method("ping", magnus::method!(Engine::ping, 0))?;
-    class.define_method("start_server", magnus::method!(Engine::start_server, 7))?;
+    class.define_method("start_server", magnus::method!(Engine::start_server, 8))?;
     class.define_method("migrate_queue", magnus::method!(Engine::migrate_queue, 2))?;
     Ok(())
 }
