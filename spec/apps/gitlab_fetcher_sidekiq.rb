@@ -4,6 +4,7 @@
 # (`sidekiq -r` this file), configured as the gem's README says. Its one worker records that it
 # started and then never finishes, so its job sits in the fetcher's working list until the process is
 # killed (spec/ecosystem/gitlab_sidekiq_fetcher_spec.rb) or stopped (the fetcher then puts it back).
+# Loaded by `queue -r` with the gem kept, its configure_server block stops our server from starting.
 require "sidekiq"
 require "sidekiq-reliable-fetch"
 require "json"
@@ -12,7 +13,7 @@ Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
 
 Sidekiq.configure_server do |config|
   config.redis = {url: ENV.fetch("REDIS_URL")}
-  config.options[:semi_reliable_fetch] = ENV["GLFETCH_SEMI"] == "1"
+  config.options[:semi_reliable_fetch] = true if ENV["GLFETCH_SEMI"] == "1"
   Sidekiq::ReliableFetch.setup_reliable_fetch!(config)
 end
 

@@ -77,6 +77,14 @@ RSpec.describe "gitlab-sidekiq-fetcher 0.8 before our server" do
     expect(server.output).to match(/gitlab-sidekiq-fetcher process stopped beating.*jobs=1/)
   end
 
+  it "stops our server from starting while the app's Sidekiq.configure_server still sets the fetcher up" do
+    server = start(app: "gitlab_fetcher_sidekiq.rb", args: %w[-c 1 -q glfetch])
+    expect(server.wait(timeout: 30).exitstatus).to eq(1)
+    expect(server.output.lines.last).to match(
+      /\Aqueue: Sidekiq.configure_server sets Sidekiq.options\[:fetch\] = #<Sidekiq::ReliableFetch.*Remove it from the block and use: nothing: .* puts back what gitlab-sidekiq-fetcher's processes left/
+    )
+  end
+
   [["reliable", {}], ["semi-reliable", {"GLFETCH_SEMI" => "1"}]].each do |strategy, env|
     it "loses no job when Sidekiq with the fetcher (#{strategy}) is stopped with TERM and our server takes over" do
       jids = %w[running waiting].map { |label| push(label) }
