@@ -9,7 +9,7 @@
 //!
 //! - **Finding the lists** takes a `SCAN MATCH working:queue:*` over the keyspace, so it runs only
 //!   every `every` (60 s by default) and by one server at a time: the one that takes our lease
-//!   (`jq:gitlab-fetch:scan`, `SET NX EX every`), the first time at start.
+//!   (`jq:gitlab-fetch:scan`, `SET NX EX`, a second shorter than `every`), the first time at start.
 //! - **Watching them** is cheap: the lists found stay watched by the server that found them, which
 //!   checks their owners' heartbeats (one `EXISTS` per owner, pipelined) on each of its turns
 //!   ([`TURN`]). A list found before its owner died is thus back in its queue within a turn of the
@@ -214,7 +214,7 @@ impl Recovery {
                     .arg(&self.identity)
                     .arg("NX")
                     .arg("EX")
-                    .arg(self.every.as_secs().max(1)),
+                    .arg(lease_secs(self.every)),
             )
             .await?;
         Ok(taken.is_some())
@@ -242,6 +242,12 @@ impl Recovery {
             .map(|(o, _)| o.to_owned())
             .collect())
     }
+}
+
+/// How long a scan's lease lasts: a second less than the interval, so the holder's next scan, an
+/// interval later, finds it expired rather than racing its expiry (and skipping an interval).
+fn lease_secs(every: Duration) -> u64 {
+    every.as_secs().saturating_sub(1).max(1)
 }
 
 /// Runs [`Recovery::turn`] every [`TURN`] until stopped, the first at once.
@@ -296,6 +302,12 @@ mod tests {
         assert_eq!(parsed("queue:default"), None);
         // A nonce that is not lower-case hex makes the last two parts a legacy identity.
         assert_eq!(parsed("working:queue:default:web-1:4242:XYZ"), None);
+    }
+
+    #[test]
+    fn the_lease_ends_before_the_next_scan() {
+        assert_eq!(lease_secs(Duration::from_secs(60)), 59);
+        assert_eq!(lease_secs(Duration::from_secs(1)), 1);
     }
 
     #[test]

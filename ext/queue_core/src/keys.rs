@@ -188,7 +188,8 @@ impl Keys {
     }
 
     /// STRING (ours): held by the server process that scans for gitlab-sidekiq-fetcher's working
-    /// lists, `SET NX EX <scan interval>`, so one scan runs per interval however many servers there are.
+    /// lists (`SET NX EX`, a second less than the scan interval), so one scan runs per interval however
+    /// many servers there are.
     pub fn gitlab_scan_lease(&self) -> String {
         self.key("jq:gitlab-fetch:scan")
     }
