@@ -25,7 +25,7 @@ module JobQueue
     BUSY_POLL_RANGE = (0..1000).freeze
     DEFAULT_BUSY_POLL_US = 100
 
-    attr_reader :concurrency, :timeout, :max_batch, :queues, :namespace, :busy_poll_us
+    attr_reader :concurrency, :timeout, :max_batch, :queues, :namespace, :busy_poll_us, :gitlab_fetcher_scan
     attr_reader :error_handlers, :death_handlers, :client_middleware_chain, :server_middleware_chain
     attr_accessor :tag, :labels, :environment, :require_path
     attr_reader :logger
@@ -38,6 +38,7 @@ module JobQueue
       @concurrency = 10
       @timeout = 25
       @max_batch = 50
+      @gitlab_fetcher_scan = 60
       @busy_poll_us = DEFAULT_BUSY_POLL_US
       @queues = [["default", 1]]
       @strict_order = true
@@ -171,6 +172,18 @@ module JobQueue
       raise ArgumentError, "max_batch must be an Integer in #{MAX_BATCH_RANGE}, got #{n.inspect}" unless n.is_a?(Integer) && MAX_BATCH_RANGE.cover?(n)
 
       @max_batch = n
+    end
+
+    # Seconds between a server's scans (SCAN MATCH working:queue:*) for the working lists of
+    # gitlab-sidekiq-fetcher processes, whose jobs go back to their queues once the process's
+    # heartbeat has expired; one server of all scans per interval. 60 by default; false (or nil)
+    # turns the recovery off.
+    def gitlab_fetcher_scan=(seconds)
+      unless seconds.nil? || seconds == false || (seconds.is_a?(Integer) && seconds.positive?)
+        raise ArgumentError, "gitlab_fetcher_scan must be a positive Integer (seconds) or false, got #{seconds.inspect}"
+      end
+
+      @gitlab_fetcher_scan = seconds || nil
     end
 
     # Queues in priority order, each "name" or "name,weight" (or [name, weight]), with Sidekiq 6.4's

@@ -35,7 +35,8 @@ module JobQueue
       tag: "-g TAG, or :tag: in config/queue.yml",
       strict: "weights in -q/:queues: (strict order unless a queue has a weight, as in Sidekiq)",
       max_retries: "sidekiq_options retry: N, or Sidekiq.default_job_options = {\"retry\" => N}",
-      fetch: "nothing: queue's fetch is reliable already (jobs go back to their queue after a crash)",
+      fetch: "nothing: queue's fetch is reliable already (jobs go back to their queue after a crash), and it puts back " \
+        "what gitlab-sidekiq-fetcher's processes left (README, \"The gems around Sidekiq\")",
       job_logger: "JobQueue.config.job_logs (:text, :json or nil)",
       reloader: "nothing: `queue` wraps each job in Rails.application.reloader itself"
     }.freeze

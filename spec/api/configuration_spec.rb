@@ -166,6 +166,18 @@ RSpec.describe JobQueue::Configuration do
       expect(config.max_batch).to eq(1000)
     end
 
+    it "scans for gitlab-sidekiq-fetcher's working lists every 60 s unless set; false turns it off" do
+      expect(config.gitlab_fetcher_scan).to eq(60)
+      config.gitlab_fetcher_scan = 600
+      expect(config.gitlab_fetcher_scan).to eq(600)
+      config.gitlab_fetcher_scan = false
+      expect(config.gitlab_fetcher_scan).to be_nil
+      [0, -5, 2.5, "60", true].each do |bad|
+        expect { config.gitlab_fetcher_scan = bad }.to raise_error(ArgumentError, /gitlab_fetcher_scan must be a positive Integer \(seconds\) or false, got #{Regexp.escape(bad.inspect)}/)
+      end
+      expect(config.gitlab_fetcher_scan).to be_nil
+    end
+
     it "takes busy_poll_us from 0 to 1000 microseconds, 100 unless set, and refuses anything else" do
       expect(config.busy_poll_us).to eq(100)
       config.busy_poll_us = 0

@@ -162,6 +162,38 @@ impl Keys {
         self.key("jq:paused")
     }
 
+    // ---- gitlab-sidekiq-fetcher 0.8's keys (WIRE.md §6), read by `gitlab_fetch.rs` ----------
+
+    /// `SCAN MATCH` pattern for gitlab-sidekiq-fetcher's working lists,
+    /// `working:queue:<name>:<hostname>:<pid>:<nonce>` (glob characters in the namespace escaped).
+    pub fn gitlab_working_pattern(&self) -> String {
+        let mut pattern = String::with_capacity(self.prefix.len() + 16);
+        for c in self.prefix.chars() {
+            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push_str("working:queue:*");
+        pattern
+    }
+
+    /// STRING a gitlab-sidekiq-fetcher process keeps alive (`SET … EX 60` every 20 s):
+    /// `reliable-fetcher-heartbeat-<identity with every ':' as '-'>`.
+    pub fn gitlab_heartbeat(&self, identity: &str) -> String {
+        self.key(&format!(
+            "reliable-fetcher-heartbeat-{}",
+            identity.replace(':', "-")
+        ))
+    }
+
+    /// STRING (ours): held by the server process that scans for gitlab-sidekiq-fetcher's working
+    /// lists (`SET NX EX`, a second less than the scan interval), so one scan runs per interval however
+    /// many servers there are.
+    pub fn gitlab_scan_lease(&self) -> String {
+        self.key("jq:gitlab-fetch:scan")
+    }
+
     /// STRING holding the identity of the process that currently runs the scheduler.
     pub fn scheduler_lock(&self) -> String {
         self.key("jq:scheduler:leader")

@@ -20,6 +20,7 @@ pub mod clock;
 pub mod dedup;
 pub mod error;
 pub mod fetch;
+pub mod gitlab_fetch;
 pub mod heartbeat;
 pub mod job;
 mod job_json;

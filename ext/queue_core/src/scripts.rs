@@ -73,3 +73,4 @@ script!(MIGRATE_KEYS, "migrate_keys.lua");
 script!(ORDERED_LEASE, "ordered_lease.lua");
 script!(FILTER, "filter.lua");
 script!(DEDUP_FORGET, "dedup_forget.lua");
+script!(GITLAB_REQUEUE, "gitlab_requeue.lua");

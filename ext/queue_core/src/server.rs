@@ -4,7 +4,8 @@
 //! takes new ones), then runs on a small shared runtime: the heartbeat (Sidekiq's, every 5 s), the
 //! liveness beat, recovery and metrics flush (every 3 s), the scheduler (leading: awake when the next job is due and
 //! at least every 25 ms; standing by: every 2 s), the paused queues' refresh (every 250 ms, `pause.rs`),
-//! and one idle waiter per queue. Processor threads get
+//! the recovery of dead gitlab-sidekiq-fetcher processes' jobs (every 3 s, `gitlab_fetch.rs`), and one
+//! idle waiter per queue. Processor threads get
 //! their work through [`Server::fetcher`], on their own connections.
 //!
 //! Shutdown is explicit and ordered: [`Server::quiet`] stops handing out work; the processors finish
@@ -26,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::fetch::{calls, idle, FetchShared, Fetcher, QueueOrder};
 use crate::link::connection::{Conn, Redis};
 use crate::supervisor::Supervisor;
-use crate::{heartbeat, liveness, metrics, pause, scheduler};
+use crate::{gitlab_fetch, heartbeat, liveness, metrics, pause, scheduler};
 
 /// What a server process is.
 #[derive(Debug, Clone)]
@@ -45,6 +46,9 @@ pub struct ServerConfig {
     pub info_json: String,
     /// Run the scheduler in this process (on by default; one leader runs at a time anyway).
     pub scheduler: bool,
+    /// Put back the jobs of dead gitlab-sidekiq-fetcher processes, scanning for their working lists
+    /// this often (`gitlab_fetch.rs`); `None`: never.
+    pub gitlab_fetch_scan: Option<Duration>,
 }
 
 pub struct Server {
@@ -122,6 +126,13 @@ impl Server {
             tasks.push(rt.spawn(scheduler_loop(
                 redis.conn(),
                 config.identity.clone(),
+                stop_rx.clone(),
+            )));
+        }
+        if let Some(every) = config.gitlab_fetch_scan {
+            tasks.push(rt.spawn(gitlab_fetch::run(
+                redis.conn(),
+                gitlab_fetch::Recovery::new(&config.identity, every),
                 stop_rx.clone(),
             )));
         }

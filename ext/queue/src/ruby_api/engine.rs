@@ -376,9 +376,11 @@ impl Engine {
     }
 
     /// `start_server(identity, [[queue, weight], ...], strict, concurrency, max_batch, info_json,
-    /// scheduler, supervised)`. `strict`: try the queues in the order given (no queue was given a
-    /// weight). `supervised`: report to the service manager named by `NOTIFY_SOCKET`; false for a
-    /// server embedded in another program (Puma), which owns that socket.
+    /// scheduler, supervised, gitlab_fetch_scan)`. `strict`: try the queues in the order given (no
+    /// queue was given a weight). `supervised`: report to the service manager named by
+    /// `NOTIFY_SOCKET`; false for a server embedded in another program (Puma), which owns that
+    /// socket. `gitlab_fetch_scan`: seconds between scans for gitlab-sidekiq-fetcher's working
+    /// lists, `nil` for none.
     #[allow(clippy::too_many_arguments)]
     fn start_server(
         &self,
@@ -390,6 +392,7 @@ impl Engine {
         info_json: String,
         scheduler: bool,
         supervised: bool,
+        gitlab_fetch_scan: Option<u64>,
     ) -> Result<Server, Error> {
         let config = ServerConfig {
             identity,
@@ -399,6 +402,7 @@ impl Engine {
             max_batch,
             info_json,
             scheduler,
+            gitlab_fetch_scan: gitlab_fetch_scan.map(std::time::Duration::from_secs),
         };
         let redis = self.redis.clone();
         let server = blocking(move || {
@@ -431,7 +435,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("stats", magnus::method!(Engine::stats, 0))?;
     class.define_method("queue_size", magnus::method!(Engine::queue_size, 1))?;
     class.define_method("ping", magnus::method!(Engine::ping, 0))?;
-    class.define_method("start_server", magnus::method!(Engine::start_server, 8))?;
+    class.define_method("start_server", magnus::method!(Engine::start_server, 9))?;
     class.define_method("migrate_queue", magnus::method!(Engine::migrate_queue, 2))?;
     Ok(())
 }
