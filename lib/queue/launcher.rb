@@ -25,7 +25,8 @@ module JobQueue
       @config.fire_event(:startup, reraise: true) # lifecycle hooks (lifecycle.rb), as Sidekiq's CLI
       @config.engine_job_lines = Logging.start_server_lines(@config) # per-job lines (logging.rb)
       @server = @config.engine.start_server(
-        @identity, @config.queues, @config.strict_order?, @config.concurrency, @config.max_batch, info_json, true
+        @identity, @config.queues, @config.strict_order?, @config.concurrency, @config.max_batch, info_json, true,
+        @config.sidekiq_metrics || nil
       )
       @config.fire_event(:heartbeat) # the engine registered the process and wrote its first beat
       @config.on_server_init&.call

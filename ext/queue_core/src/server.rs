@@ -45,6 +45,8 @@ pub struct ServerConfig {
     pub info_json: String,
     /// Run the scheduler in this process (on by default; one leader runs at a time anyway).
     pub scheduler: bool,
+    /// Also write the data of Sidekiq's own Metrics page, in this Sidekiq version's keys.
+    pub sidekiq_metrics: Option<metrics::sidekiq::Version>,
 }
 
 pub struct Server {
@@ -78,12 +80,13 @@ impl Server {
             ));
         }
         let order = QueueOrder::new(config.queues.clone(), config.strict)?;
-        let shared = FetchShared::new(
+        let shared = FetchShared::with_sidekiq_metrics(
             redis.clone(),
             &config.identity,
             order,
             config.concurrency,
             config.max_batch,
+            config.sidekiq_metrics,
         );
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

@@ -375,7 +375,9 @@ impl Engine {
     }
 
     /// `start_server(identity, [[queue, weight], ...], strict, concurrency, max_batch, info_json,
-    /// scheduler)`. `strict`: try the queues in the order given (no queue was given a weight).
+    /// scheduler, sidekiq_metrics)`. `strict`: try the queues in the order given (no queue was given
+    /// a weight). `sidekiq_metrics`: 7 or 8 to also write Sidekiq's Metrics page data in that
+    /// version's keys, nil not to (anything else raises ArgumentError).
     #[allow(clippy::too_many_arguments)]
     fn start_server(
         &self,
@@ -386,7 +388,12 @@ impl Engine {
         max_batch: usize,
         info_json: String,
         scheduler: bool,
+        sidekiq_metrics: Option<i64>,
     ) -> Result<Server, Error> {
+        let sidekiq_metrics = sidekiq_metrics
+            .map(queue_core::metrics::sidekiq::Version::from_major)
+            .transpose()
+            .map_err(crate::errors::to_ruby)?;
         let config = ServerConfig {
             identity,
             queues,
@@ -395,6 +402,7 @@ impl Engine {
             max_batch,
             info_json,
             scheduler,
+            sidekiq_metrics,
         };
         let redis = self.redis.clone();
         let server = blocking(move || queue_core::server::Server::start(redis, config))?;
@@ -417,7 +425,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("stats", magnus::method!(Engine::stats, 0))?;
     class.define_method("queue_size", magnus::method!(Engine::queue_size, 1))?;
     class.define_method("ping", magnus::method!(Engine::ping, 0))?;
-    class.define_method("start_server", magnus::method!(Engine::start_server, 7))?;
+    class.define_method("start_server", magnus::method!(Engine::start_server, 8))?;
     class.define_method("migrate_queue", magnus::method!(Engine::migrate_queue, 2))?;
     Ok(())
 }

@@ -163,6 +163,7 @@ pub fn server_config(identity: &str, queues: &[(&str, u32)]) -> ServerConfig {
         max_batch: 10,
         info_json: "{}".to_owned(),
         scheduler: false,
+        sidekiq_metrics: None,
     }
 }
 
