@@ -19,15 +19,19 @@ module Bench
     JOBS = Integer(ENV.fetch("N", "100000"))
     ROUNDS = Integer(ENV.fetch("ROUNDS", "3"))
     CONCURRENCY = 10
-    KINDS = %w[sidekiq queue queue_logs].freeze
+    # queue and queue_nosk stay next to each other whichever way a round runs them.
+    KINDS = %w[sidekiq queue queue_nosk queue_logs].freeze
     LABELS = {"sidekiq" => "Sidekiq #{Sidekiq::VERSION}", "queue" => "queue #{JobQueue::VERSION}",
-      "queue_logs" => "queue, job lines on"}.freeze
+      "queue_nosk" => "queue, Sidekiq metrics off", "queue_logs" => "queue, job lines on"}.freeze
     # What the project aims for (reported, not asserted): the fetch issue's goals.
     TARGET_SPEEDUP = 6.0
     TARGET_REDIS_US = 4.0
     # Per-job log lines (INFO) may cost this much of the throughput without them (judged on the
     # median of the rounds' paired costs: bench/lib/log_cost.rb).
     TARGET_LOG_COST = 0.05
+    # Writing Sidekiq's Metrics page data (`sidekiq_metrics = 7`, the default, which every queue
+    # drain but queue_nosk runs with) may cost this much of the throughput without it (issue #25).
+    TARGET_SK_METRICS_COST = 0.03
 
     module_function
 
@@ -38,7 +42,8 @@ module Bench
         "benchmark" => "throughput",
         "jobs" => JOBS, "rounds" => ROUNDS, "concurrency" => CONCURRENCY, "machine" => machine,
         "runs" => rounds, "medians" => summary, "ratios" => ratios(summary),
-        "job_lines_cost" => LogCost.new(rounds, summary).to_h
+        "job_lines_cost" => LogCost.new(rounds, summary).to_h,
+        "sidekiq_metrics_cost" => sk_metrics_cost(rounds, summary).to_h
       })
       puts "\nresults: #{path}"
     end
@@ -50,6 +55,8 @@ module Bench
         [kind, ThroughputRun.new(kind.to_sym, redis, jobs: JOBS, concurrency: CONCURRENCY).call]
       end
     end
+
+    def sk_metrics_cost(rounds, summary) = LogCost.new(rounds, summary, on: "queue", off: "queue_nosk", what: "Sidekiq metrics")
 
     def ratios(summary) = Report.drain_ratios(summary.fetch("queue"), summary.fetch("sidekiq"))
 
@@ -66,6 +73,8 @@ module Bench
       puts "queue / Sidekiq jobs/s in each round: #{by_round.join(", ")}"
       log_cost = LogCost.new(rounds, summary)
       puts log_cost.report_lines
+      sk_cost = sk_metrics_cost(rounds, summary)
+      puts sk_cost.report_lines
       puts "\nEach round:"
       puts Report.rounds_table(rounds, KINDS)
       puts "\nTargets (reported, not asserted):"
@@ -75,6 +84,8 @@ module Bench
       cost = log_cost.paired
       puts Report.target("per-job log lines cost ≤ #{(TARGET_LOG_COST * 100).round}% of jobs/s", cost <= TARGET_LOG_COST,
         format("%.1f%% (median of the rounds' paired costs)", cost * 100))
+      puts Report.target("Sidekiq metrics cost ≤ #{(TARGET_SK_METRICS_COST * 100).round}% of jobs/s", sk_cost.paired <= TARGET_SK_METRICS_COST,
+        format("%.1f%% (median of the rounds' paired costs)", sk_cost.paired * 100))
     end
   end
 end

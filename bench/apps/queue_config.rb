@@ -1,11 +1,13 @@
 # frozen_string_literal: true
 
 # What every app a benchmark runs under our server shares: Redis from REDIS_URL, and logging at WARN
-# as for Sidekiq (BENCH_LOG_LEVEL=info turns the per-job lines on).
+# as for Sidekiq (BENCH_LOG_LEVEL=info turns the per-job lines on); Sidekiq's Metrics page data at
+# the default 7 (BENCH_SIDEKIQ_METRICS=false turns it off).
 require "logger"
 require "queue"
 
 JobQueue.configure do |c|
   c.redis = {url: ENV.fetch("REDIS_URL")}
   c.logger.level = ENV.fetch("BENCH_LOG_LEVEL", "warn")
+  c.sidekiq_metrics = false if ENV["BENCH_SIDEKIQ_METRICS"] == "false"
 end

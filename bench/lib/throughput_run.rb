@@ -17,10 +17,12 @@ module Bench
   # it is checked (= N) after the server stops, as queue's is.
   class ThroughputRun
     # :queue_logs is queue with its per-job log lines on (INFO, as Sidekiq logs by default); the
-    # other two run at WARN.
-    SERVERS = {sidekiq: :sidekiq, queue: :queue, queue_logs: :queue}.freeze
+    # others run at WARN. :queue_nosk is queue with Sidekiq's Metrics page data off
+    # (`sidekiq_metrics = false`; the others write it, the default 7).
+    SERVERS = {sidekiq: :sidekiq, queue: :queue, queue_logs: :queue, queue_nosk: :queue}.freeze
     LOG_LEVELS = {queue_logs: "info"}.freeze
-    APP_FILES = {sidekiq: "sidekiq_app.rb", queue: "queue_app.rb", queue_logs: "queue_app.rb"}.freeze
+    SIDEKIQ_METRICS = {queue_nosk: "false"}.freeze
+    APP_FILES = {sidekiq: "sidekiq_app.rb", queue: "queue_app.rb", queue_logs: "queue_app.rb", queue_nosk: "queue_app.rb"}.freeze
     QUEUE_KEY = "queue:default"
     TIMEOUT = 600
 
@@ -64,7 +66,8 @@ module Bench
     end
 
     def env
-      {"BENCH_N" => @jobs.to_s, "BENCH_DONE" => @done_file, "BENCH_LOG_LEVEL" => LOG_LEVELS.fetch(@kind, "warn")}
+      {"BENCH_N" => @jobs.to_s, "BENCH_DONE" => @done_file, "BENCH_LOG_LEVEL" => LOG_LEVELS.fetch(@kind, "warn"),
+       "BENCH_SIDEKIQ_METRICS" => SIDEKIQ_METRICS.fetch(@kind, "7")}
     end
 
     def finished?

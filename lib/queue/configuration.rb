@@ -31,6 +31,7 @@ module JobQueue
     attr_reader :logger
 
     STRICT_ARGS_MODES = [:raise, :warn, false].freeze
+    SIDEKIQ_METRICS_VERSIONS = [7, 8, false].freeze
 
     def initialize
       @redis_options = RedisOptions.new({})
@@ -53,6 +54,7 @@ module JobQueue
       @job_logs = :text
       @default_job_options = DEFAULT_JOB_OPTIONS
       @strict_args = :raise
+      @sidekiq_metrics = 7
       @router = Routing::Router.new([])
       @redis_pool = RedisPool.new(self) # connects on first use only
       Worker.options_changed! if defined?(Worker)
@@ -122,6 +124,18 @@ module JobQueue
       raise ArgumentError, "strict_args must be one of #{STRICT_ARGS_MODES.inspect}, got #{mode.inspect}" unless STRICT_ARGS_MODES.include?(mode)
 
       @strict_args = mode
+    end
+
+    # Which Sidekiq's Metrics page (Sidekiq 7.0+, Web UI "Metrics") the servers also write their
+    # per-minute job counts, milliseconds and duration histograms for: 7 (the default) in Sidekiq
+    # 7.x's keys, 8 in Sidekiq 8.x's, false for neither. Counted in the engine with the Prometheus
+    # counters and flushed with the liveness beat (ARCHITECTURE.md, Metrics).
+    attr_reader :sidekiq_metrics
+
+    def sidekiq_metrics=(version)
+      raise ArgumentError, "sidekiq_metrics must be one of #{SIDEKIQ_METRICS_VERSIONS.inspect}, got #{version.inspect}" unless SIDEKIQ_METRICS_VERSIONS.any? { |v| v.equal?(version) }
+
+      @sidekiq_metrics = version
     end
 
     # Logs a warning once per configuration, i.e. per process (options accepted but not used).

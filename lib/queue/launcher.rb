@@ -29,7 +29,8 @@ module JobQueue
       @server = @config.engine.start_server(
         @identity, @config.queues, @config.strict_order?, @config.concurrency, @config.max_batch, info_json, true,
         !@embedded, # an embedded server leaves systemd's NOTIFY_SOCKET to the program it runs in
-        @config.gitlab_fetcher_scan
+        @config.gitlab_fetcher_scan,
+        @config.sidekiq_metrics || nil
       )
       @config.fire_event(:heartbeat) # the engine registered the process and wrote its first beat
       @config.on_server_init&.call

@@ -29,7 +29,7 @@ impl Keys {
         &self.prefix
     }
 
-    fn key(&self, name: &str) -> String {
+    pub(crate) fn key(&self, name: &str) -> String {
         format!("{}{}", self.prefix, name)
     }
 

@@ -49,6 +49,8 @@ pub struct ServerConfig {
     /// Put back the jobs of dead gitlab-sidekiq-fetcher processes, scanning for their working lists
     /// this often (`gitlab_fetch.rs`); `None`: never.
     pub gitlab_fetch_scan: Option<Duration>,
+    /// Also write the data of Sidekiq's own Metrics page, in this Sidekiq version's keys.
+    pub sidekiq_metrics: Option<metrics::sidekiq::Version>,
 }
 
 pub struct Server {
@@ -82,12 +84,13 @@ impl Server {
             ));
         }
         let order = QueueOrder::new(config.queues.clone(), config.strict)?;
-        let shared = FetchShared::new(
+        let shared = FetchShared::with_sidekiq_metrics(
             redis.clone(),
             &config.identity,
             order,
             config.concurrency,
             config.max_batch,
+            config.sidekiq_metrics,
         );
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

@@ -288,3 +288,199 @@ fn gauges_come_from_the_queues_sets_processes_and_ordered_morgues() {
     );
     server.stop().expect("stop");
 }
+
+/// 2025-02-14 08:03 UTC, as epoch minutes.
+const FEB14_0803: i64 = 1_739_520_180 / 60;
+
+/// `HGETALL` of `key` (namespaced by `t`).
+fn hgetall(t: &TestRedis, key: &str) -> HashMap<String, String> {
+    redis::cmd("HGETALL")
+        .arg(t.key(key))
+        .query(&mut t.conn())
+        .expect("HGETALL")
+}
+
+/// The 26 `u16` counters of a Sidekiq histogram, read as Sidekiq's `Histogram#fetch` reads them.
+fn histogram(t: &TestRedis, key: &str) -> Vec<u64> {
+    let mut cmd = redis::cmd("BITFIELD_RO");
+    cmd.arg(t.key(key));
+    for i in 0..26 {
+        cmd.arg("GET").arg("u16").arg(format!("#{i}"));
+    }
+    cmd.query(&mut t.conn()).expect("BITFIELD_RO")
+}
+
+fn ttl(t: &TestRedis, key: &str) -> i64 {
+    redis::cmd("TTL")
+        .arg(t.key(key))
+        .query(&mut t.conn())
+        .expect("TTL")
+}
+
+/// Counts three jobs of `HardJob` (31 ms, 280 ms, and a failure) and one of an ActiveJob-wrapped
+/// `MyJob` (5 ms) in the minute 2025-02-14 08:03 UTC, and flushes them.
+fn flush_fixture(t: &TestRedis, version: metrics::sidekiq::Version) {
+    let m = metrics::Metrics::with_sidekiq(vec!["default".into(), "low".into()], Some(version));
+    let tally = m.tally();
+    {
+        let mut tally = tally.lock().expect("tally");
+        let hard = br#"{"class":"HardJob","args":[]}"#;
+        let minute = Some(FEB14_0803);
+        tally.record_at(0, hard, Duration::from_micros(31_900), true, minute);
+        tally.record_at(1, hard, Duration::from_millis(280), true, minute);
+        tally.record_at(0, hard, Duration::from_secs(2), false, minute);
+        let wrapped = br#"{"class":"Sidekiq::ActiveJob::Wrapper","wrapped":"MyJob","args":[]}"#;
+        tally.record_at(0, wrapped, Duration::from_millis(5), true, minute);
+    }
+    let mut bc = BlockingConn::new(&t.redis()).expect("blocking connection");
+    let wrote = bc
+        .run(async |c| metrics::flush::flush(c, &m).await)
+        .expect("flush");
+    assert!(wrote);
+}
+
+fn fields(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// The figures of [`flush_fixture`], by hand from Sidekiq 7.3.10's `tracking.rb` and `shared.rb`:
+/// `p` counts the failure too, `ms` and the histogram only the successes (31 + 280 ms; 5 ms).
+fn expected_counts() -> HashMap<String, String> {
+    fields(&[
+        ("HardJob|p", "3"),
+        ("HardJob|f", "1"),
+        ("HardJob|ms", "311"),
+        ("MyJob|p", "1"),
+        ("MyJob|ms", "5"),
+    ])
+}
+
+fn expected_histogram(ones: &[usize]) -> Vec<u64> {
+    (0..26).map(|i| u64::from(ones.contains(&i))).collect()
+}
+
+#[test]
+fn sidekiq_7_metrics_are_written_in_its_keys() {
+    for namespace in ["", "ns:"] {
+        let t = TestRedis::with_namespace(namespace);
+        flush_fixture(&t, metrics::sidekiq::Version::V7);
+        assert_eq!(hgetall(&t, "j|20250214|8:3"), expected_counts());
+        // 31 ms < 45: bucket 2; 280 ms < 335: bucket 7 ("if a job takes 280ms, it'll increment
+        // bucket[7]"); 5 ms: bucket 0.
+        assert_eq!(
+            histogram(&t, "HardJob-14-08:3"),
+            expected_histogram(&[2, 7])
+        );
+        assert_eq!(histogram(&t, "MyJob-14-08:3"), expected_histogram(&[0]));
+        for key in ["j|20250214|8:3", "HardJob-14-08:3", "MyJob-14-08:3"] {
+            let left = ttl(&t, key);
+            assert!(
+                (8 * 3600 - 60..=8 * 3600).contains(&left),
+                "{key} TTL {left}"
+            );
+        }
+        // A second flush adds (HINCRBY, BITFIELD INCRBY), as a second Sidekiq process would.
+        flush_fixture(&t, metrics::sidekiq::Version::V7);
+        assert_eq!(
+            hgetall(&t, "j|20250214|8:3")
+                .get("HardJob|p")
+                .map(String::as_str),
+            Some("6")
+        );
+        assert_eq!(histogram(&t, "HardJob-14-08:3")[7], 2);
+    }
+}
+
+#[test]
+fn sidekiq_8_metrics_are_written_in_its_keys() {
+    let t = TestRedis::start();
+    flush_fixture(&t, metrics::sidekiq::Version::V8);
+    assert_eq!(hgetall(&t, "j|250214|8:03"), expected_counts());
+    assert_eq!(
+        hgetall(&t, "j|250214|8:0"),
+        expected_counts(),
+        "ten-minute rollup"
+    );
+    assert_eq!(
+        histogram(&t, "h|HardJob-14-8:3"),
+        expected_histogram(&[2, 7])
+    );
+    assert_eq!(histogram(&t, "h|MyJob-14-8:3"), expected_histogram(&[0]));
+    assert!((72 * 3600 - 60..=72 * 3600).contains(&ttl(&t, "j|250214|8:0")));
+    assert!((8 * 3600 - 60..=8 * 3600).contains(&ttl(&t, "j|250214|8:03")));
+    assert!((8 * 3600 - 60..=8 * 3600).contains(&ttl(&t, "h|HardJob-14-8:3")));
+    assert!(
+        hgetall(&t, "j|20250214|8:3").is_empty(),
+        "no Sidekiq 7 keys with 8"
+    );
+}
+
+#[test]
+fn a_server_writes_sidekiq_metrics_under_the_minute_each_job_finished() {
+    let t = TestRedis::start();
+    push(
+        &t.redis(),
+        "default",
+        &[job("A", "default", 1), job("A", "default", 2)],
+    );
+    let mut config = server_config(IDENTITY, &[("default", 1)]);
+    config.concurrency = 1;
+    config.max_batch = 1;
+    config.sidekiq_metrics = Some(metrics::sidekiq::Version::V7);
+    let server = Server::start(t.redis(), config).expect("server starts");
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    let before = metrics::sidekiq::now_minute();
+    run_one(&mut fetcher, false);
+    run_one(&mut fetcher, true);
+    let after = metrics::sidekiq::now_minute();
+    fetcher.close().expect("close");
+    drop(fetcher);
+    server.stop().expect("stop");
+
+    let keys = queue_core::keys::Keys::new("");
+    let mut p = 0;
+    let mut f = 0;
+    for minute in before..=after {
+        let (hash, _) = metrics::sidekiq::count_keys(&keys, metrics::sidekiq::Version::V7, minute)
+            .expect("key")
+            .remove(0);
+        let h = hgetall(&t, &hash);
+        p += h
+            .get("A|p")
+            .map_or(0, |v| v.parse::<u64>().expect("a number"));
+        f += h
+            .get("A|f")
+            .map_or(0, |v| v.parse::<u64>().expect("a number"));
+    }
+    assert_eq!((p, f), (2, 1));
+    assert_eq!(
+        hash(&t).get("p:7:default:A").map(String::as_str),
+        Some("1"),
+        "the Prometheus counters are still written"
+    );
+}
+
+#[test]
+fn no_sidekiq_metrics_when_off() {
+    let t = TestRedis::start();
+    push(&t.redis(), "default", &[job("A", "default", 1)]);
+    let server = server(&t, &[("default", 1)]);
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    run_one(&mut fetcher, false);
+    fetcher.close().expect("close");
+    drop(fetcher);
+    server.stop().expect("stop");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query(&mut t.conn())
+        .expect("KEYS");
+    assert!(
+        !keys
+            .iter()
+            .any(|k| k.starts_with("j|") || k.starts_with("A-")),
+        "{keys:?}"
+    );
+}

@@ -376,11 +376,12 @@ impl Engine {
     }
 
     /// `start_server(identity, [[queue, weight], ...], strict, concurrency, max_batch, info_json,
-    /// scheduler, supervised, gitlab_fetch_scan)`. `strict`: try the queues in the order given (no
-    /// queue was given a weight). `supervised`: report to the service manager named by
-    /// `NOTIFY_SOCKET`; false for a server embedded in another program (Puma), which owns that
+    /// scheduler, supervised, gitlab_fetch_scan, sidekiq_metrics)`. `strict`: try the queues in the
+    /// order given (no queue was given a weight). `supervised`: report to the service manager named
+    /// by `NOTIFY_SOCKET`; false for a server embedded in another program (Puma), which owns that
     /// socket. `gitlab_fetch_scan`: seconds between scans for gitlab-sidekiq-fetcher's working
-    /// lists, `nil` for none.
+    /// lists, `nil` for none. `sidekiq_metrics`: 7 or 8 to also write Sidekiq's Metrics page data in
+    /// that version's keys, nil not to (anything else raises ArgumentError).
     #[allow(clippy::too_many_arguments)]
     fn start_server(
         &self,
@@ -393,7 +394,12 @@ impl Engine {
         scheduler: bool,
         supervised: bool,
         gitlab_fetch_scan: Option<u64>,
+        sidekiq_metrics: Option<i64>,
     ) -> Result<Server, Error> {
+        let sidekiq_metrics = sidekiq_metrics
+            .map(queue_core::metrics::sidekiq::Version::from_major)
+            .transpose()
+            .map_err(crate::errors::to_ruby)?;
         let config = ServerConfig {
             identity,
             queues,
@@ -403,6 +409,7 @@ impl Engine {
             info_json,
             scheduler,
             gitlab_fetch_scan: gitlab_fetch_scan.map(std::time::Duration::from_secs),
+            sidekiq_metrics,
         };
         let redis = self.redis.clone();
         let server = blocking(move || {
@@ -435,7 +442,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("stats", magnus::method!(Engine::stats, 0))?;
     class.define_method("queue_size", magnus::method!(Engine::queue_size, 1))?;
     class.define_method("ping", magnus::method!(Engine::ping, 0))?;
-    class.define_method("start_server", magnus::method!(Engine::start_server, 9))?;
+    class.define_method("start_server", magnus::method!(Engine::start_server, 10))?;
     class.define_method("migrate_queue", magnus::method!(Engine::migrate_queue, 2))?;
     Ok(())
 }

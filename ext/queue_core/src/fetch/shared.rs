@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::link::connection::Redis;
+use crate::metrics::sidekiq::Version as SidekiqVersion;
 use crate::metrics::Metrics;
 use crate::pause::PausedFlags;
 
@@ -70,7 +71,20 @@ impl FetchShared {
         concurrency: usize,
         max_batch: usize,
     ) -> Arc<FetchShared> {
-        let metrics = Metrics::new(order.names().map(str::to_owned).collect());
+        FetchShared::with_sidekiq_metrics(redis, identity, order, concurrency, max_batch, None)
+    }
+
+    /// [`FetchShared::new`], also writing Sidekiq's Metrics page data of `sidekiq_metrics`'s version.
+    pub fn with_sidekiq_metrics(
+        redis: Redis,
+        identity: &str,
+        order: QueueOrder,
+        concurrency: usize,
+        max_batch: usize,
+        sidekiq_metrics: Option<SidekiqVersion>,
+    ) -> Arc<FetchShared> {
+        let metrics =
+            Metrics::with_sidekiq(order.names().map(str::to_owned).collect(), sidekiq_metrics);
         Arc::new(FetchShared {
             redis,
             metrics,

@@ -13,12 +13,14 @@
 //!   + ordered workers + counted series), never O(jobs);
 //! - [`encode`]: the snapshot encoded by the `prometheus-client` crate (OpenMetrics text).
 //!
-//! [`field`] names the hash's fields.
+//! [`field`] names the hash's fields. [`sidekiq`] adds to the same flush the per-minute keys behind
+//! Sidekiq 7/8's own Metrics page (`config.sidekiq_metrics`).
 
 pub mod encode;
 pub mod field;
 pub mod flush;
 pub mod scrape;
+pub mod sidekiq;
 pub mod tally;
 
 pub use encode::{encode, CONTENT_TYPE};

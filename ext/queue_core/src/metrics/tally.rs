@@ -14,6 +14,8 @@ use std::time::Duration;
 use crate::fetch::shared::lock;
 use crate::job_json::TopLevel;
 
+use super::sidekiq::{self, Version};
+
 /// Upper bounds of the duration histogram, in seconds (`+Inf` is implied).
 pub const BUCKETS: [f64; 14] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
@@ -30,10 +32,16 @@ pub struct Series {
     pub sum: f64,
     /// Per bucket, not cumulative; the last is `+Inf`.
     pub buckets: [u64; BUCKETS.len() + 1],
+    /// Sidekiq's Metrics page counts, by the UTC minute each job finished in (empty when those
+    /// metrics are off).
+    pub sidekiq: Vec<sidekiq::Minute>,
 }
 
 impl Series {
-    fn observe(&mut self, elapsed: Duration, ok: bool) {
+    fn observe(&mut self, elapsed: Duration, ok: bool, minute: Option<i64>) {
+        if let Some(minute) = minute {
+            sidekiq::observe(&mut self.sidekiq, minute, elapsed, ok);
+        }
         if ok {
             self.processed += 1;
         } else {
@@ -60,6 +68,7 @@ impl Series {
         for (a, b) in self.buckets.iter_mut().zip(other.buckets) {
             *a += b;
         }
+        sidekiq::merge(&mut self.sidekiq, &other.sidekiq);
     }
 }
 
@@ -67,22 +76,46 @@ impl Series {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Tally {
     queues: Vec<HashMap<String, Series>>,
+    /// Also count for Sidekiq's Metrics page (each job then reads the clock once).
+    sidekiq: bool,
 }
 
 impl Tally {
-    /// Records one finished job of `raw` on queue `index`: processed when `ok`, else failed.
+    /// A tally that also counts for Sidekiq's Metrics page when `sidekiq`.
+    pub fn new(sidekiq: bool) -> Tally {
+        Tally {
+            queues: Vec::new(),
+            sidekiq,
+        }
+    }
+
+    /// Records one finished job of `raw` on queue `index`: processed when `ok`, else failed; for
+    /// Sidekiq's page (when on) under the current UTC minute.
     pub fn record(&mut self, index: usize, raw: &[u8], elapsed: Duration, ok: bool) {
+        let minute = self.sidekiq.then(sidekiq::now_minute);
+        self.record_at(index, raw, elapsed, ok, minute);
+    }
+
+    /// [`Tally::record`] with the minute (epoch minutes) given: `None` counts nothing for Sidekiq.
+    pub fn record_at(
+        &mut self,
+        index: usize,
+        raw: &[u8],
+        elapsed: Duration,
+        ok: bool,
+        minute: Option<i64>,
+    ) {
         if self.queues.len() <= index {
             self.queues.resize_with(index + 1, HashMap::new);
         }
         let classes = &mut self.queues[index];
         let class = job_class(raw);
         match classes.get_mut(class.as_ref()) {
-            Some(series) => series.observe(elapsed, ok),
+            Some(series) => series.observe(elapsed, ok, minute),
             None => classes
                 .entry(class.into_owned())
                 .or_default()
-                .observe(elapsed, ok),
+                .observe(elapsed, ok, minute),
         }
     }
 
@@ -145,6 +178,8 @@ impl Tally {
 #[derive(Debug)]
 pub struct Metrics {
     queues: Vec<String>,
+    /// Also write Sidekiq's Metrics page data, in this version's keys.
+    sidekiq: Option<Version>,
     tallies: Mutex<Vec<Arc<Mutex<Tally>>>>,
     /// Counts taken by a flush that failed, added to the next one.
     pending: Mutex<Tally>,
@@ -152,8 +187,14 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn new(queues: Vec<String>) -> Metrics {
+        Metrics::with_sidekiq(queues, None)
+    }
+
+    /// Metrics that also write Sidekiq's Metrics page data when `sidekiq` names a version.
+    pub fn with_sidekiq(queues: Vec<String>, sidekiq: Option<Version>) -> Metrics {
         Metrics {
             queues,
+            sidekiq,
             tallies: Mutex::new(Vec::new()),
             pending: Mutex::new(Tally::default()),
         }
@@ -164,9 +205,14 @@ impl Metrics {
         &self.queues
     }
 
+    /// Which Sidekiq's Metrics page data is written, if any.
+    pub fn sidekiq(&self) -> Option<Version> {
+        self.sidekiq
+    }
+
     /// A new tally for one fetcher, included in every flush from now on.
     pub fn tally(&self) -> Arc<Mutex<Tally>> {
-        let tally = Arc::new(Mutex::new(Tally::default()));
+        let tally = Arc::new(Mutex::new(Tally::new(self.sidekiq.is_some())));
         lock(&self.tallies).push(tally.clone());
         tally
     }

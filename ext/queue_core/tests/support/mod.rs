@@ -164,6 +164,7 @@ pub fn server_config(identity: &str, queues: &[(&str, u32)]) -> ServerConfig {
         info_json: "{}".to_owned(),
         scheduler: false,
         gitlab_fetch_scan: None,
+        sidekiq_metrics: None,
     }
 }
 
