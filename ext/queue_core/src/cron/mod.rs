@@ -8,6 +8,7 @@
 
 pub mod job;
 pub mod schedule;
+pub mod store;
 pub mod tab;
 
 pub use schedule::{CronError, Schedule, Zone};
