@@ -84,7 +84,9 @@ pub async fn turn_with_cron(
     if let Some(tab) = crontab {
         if due.is_some() {
             if let Err(e) = tab.turn(conn, now_f64()).await {
+                // Retried after AFTER_ERROR, so a lasting error is not logged 40 times a second.
                 tracing::warn!(error = %e, "cron turn failed");
+                return AFTER_ERROR;
             }
         } else {
             tab.forget();

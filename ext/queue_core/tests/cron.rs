@@ -216,6 +216,7 @@ fn a_second_with_nothing_due_costs_no_per_schedule_command() {
     assert_eq!(turn(&mut bc, &mut tab, start), 0);
     assert_eq!(tab.len(), 1000);
     let hmget = command_calls(&mut c, "hmget");
+    let hget = command_calls(&mut c, "hget");
     let get = command_calls(&mut c, "get");
     let scard = command_calls(&mut c, "scard");
     // 40 turns a second, as the leader's polls run, for a bit over two seconds.
@@ -227,6 +228,7 @@ fn a_second_with_nothing_due_costs_no_per_schedule_command() {
     }
     assert!(turns > 40, "{turns}");
     assert_eq!(command_calls(&mut c, "hmget"), hmget, "no schedule read");
+    assert_eq!(command_calls(&mut c, "hget"), hget, "no schedule read");
     let checks = command_calls(&mut c, "scard") - scard;
     assert!((1..=3).contains(&checks), "change checks: {checks}");
     assert_eq!(command_calls(&mut c, "get") - get, checks);

@@ -11,7 +11,7 @@
 //! - and every [`REFRESH`] regardless, for what neither shows: a cron string rewritten in place by
 //!   sidekiq-cron's API.
 //!
-//! A refresh is `SMEMBERS cron_jobs` and one pipeline of `HMGET name cron` per schedule. Enabling and
+//! A refresh is `SMEMBERS cron_jobs` and one pipeline of `HGET cron` per schedule. Enabling and
 //! disabling need no refresh: the push script reads `status` as it claims the tick, so a schedule
 //! disabled by either API is not pushed from that moment.
 //!
@@ -126,27 +126,24 @@ impl Crontab {
         let members: Vec<String> = conn
             .cmd(redis::cmd("SMEMBERS").arg(keys.cron_jobs()))
             .await?;
+        // sidekiq-cron keys a schedule's hash by its name (`cron_job:<name>`), so the member names it.
+        let members: Vec<String> = members
+            .into_iter()
+            .filter(|m| m.starts_with("cron_job:"))
+            .collect();
         let mut pipe = redis::pipe();
         for member in &members {
-            pipe.cmd("HMGET")
-                .arg(keys.cron_job(member))
-                .arg("name")
-                .arg("cron");
+            pipe.cmd("HGET").arg(keys.cron_job(member)).arg("cron");
         }
-        let rows: Vec<(Option<String>, Option<String>)> = if members.is_empty() {
+        let rows: Vec<Option<String>> = if members.is_empty() {
             Vec::new()
         } else {
             conn.pipe(&pipe).await?
         };
         let second = now.floor() as i64;
         let mut entries = HashMap::with_capacity(rows.len());
-        for (member, (name, cron)) in members.iter().zip(rows) {
-            let name = name.unwrap_or_else(|| {
-                member
-                    .strip_prefix("cron_job:")
-                    .unwrap_or(member)
-                    .to_owned()
-            });
+        for (member, cron) in members.iter().zip(rows) {
+            let name = member["cron_job:".len()..].to_owned();
             let Some(cron) = cron else { continue };
             let old = self.entries.remove(&name).filter(|e| e.cron == cron);
             let entry = match old {
