@@ -100,6 +100,41 @@ RSpec.describe "cron schedules in sidekiq-cron's format", :compat do
   end
 
   describe "loading" do
+    def schedule_file(yaml)
+      path = File.join(TestRedis.dir, "schedule-#{Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)}.yml")
+      File.write(path, yaml)
+      path
+    end
+
+    def server_with_schedule(yaml)
+      server = ServerProcess.new(app: "cron_schedule_app.rb", args: ["-c", "1"], env: {"CRON_SCHEDULE_FILE" => schedule_file(yaml)}).start
+      @servers << server
+      server
+    end
+
+    it "loads the schedule file when the server starts, and runs it" do
+      server_with_schedule(<<~YAML)
+        from_file:
+          class: CompatEcho
+          cron: "* * * * * *"
+          args: ["from_file"]
+      YAML
+      wait_until("a run of the file's schedule") { runs_of("from_file").any? }
+      expect(JobQueue::Cron::Job.find("from_file").cron).to eq("* * * * * *")
+    end
+
+    it "refuses to start on a bad schedule file, naming the schedule" do
+      server = server_with_schedule(<<~YAML)
+        broken_one:
+          class: CompatEcho
+          cron: "0 3 * * * Mars/Olympus"
+      YAML
+      status = server.wait(timeout: 60)
+      expect(status.success?).to be(false)
+      expect(server.output).to include("broken_one").and include("Mars/Olympus")
+      expect(redis.exists?("cron_job:broken_one")).to be(false)
+    end
+
     it "stores nothing and names the schedule when one is bad" do
       bad = {
         "good" => {"class" => "CompatEcho", "cron" => "0 3 * * *"},
