@@ -184,9 +184,27 @@ fn after_downtime_missed_ticks_are_skipped() {
     // A schedule whose latest tick is older than the window is not pushed at all.
     store(&mut c, &t, "hourly", "0 * * * *", "enabled");
     let mut fresh = Crontab::new();
-    // 22:23:20: the minutely one runs, the hourly one's 22:00 tick is 23 minutes old.
-    assert_eq!(turn(&mut bc, &mut fresh, 1700000000.0 + 600.0), 1);
+    // 23:23:20: the minutely one runs, the hourly one's 23:00 tick is 23 minutes old.
+    assert_eq!(turn(&mut bc, &mut fresh, now + 3600.0 + 600.0), 1);
     assert!(!exists(&mut c, &t.key("cron_job:hourly:enqueued")));
+}
+
+#[test]
+fn a_tick_no_later_than_the_last_enqueue_is_not_pushed() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    store(&mut c, &t, "changed", "* * * * *", "enabled");
+    // Enqueued at 22:13:20 under its old cron string; its tick now is 22:13:00.
+    redis::cmd("HSET")
+        .arg(t.key("cron_job:changed"))
+        .arg("last_enqueue_time")
+        .arg("2023-11-14 22:13:20 UTC")
+        .exec(&mut c)
+        .expect("HSET");
+    let mut bc = BlockingConn::new(&t.redis()).expect("blocking connection");
+    let mut tab = Crontab::new();
+    assert_eq!(turn(&mut bc, &mut tab, 1700000000.5), 0);
+    assert_eq!(turn(&mut bc, &mut tab, 1700000040.0), 1, "the next tick");
 }
 
 #[test]

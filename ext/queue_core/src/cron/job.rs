@@ -12,8 +12,8 @@ use crate::clock::float_string;
 use crate::error::{Error, Result};
 use crate::job::Job;
 
-/// The hash fields a tick reads, in this order.
-pub const FIELDS: [&str; 7] = [
+/// The hash fields a tick reads, in this order (the last is read by the turn, not by [`build`]).
+pub const FIELDS: [&str; 8] = [
     "message",
     "args",
     "date_as_argument",
@@ -21,7 +21,10 @@ pub const FIELDS: [&str; 7] = [
     "queue_name_prefix",
     "queue_name_delimiter",
     "description",
+    "last_enqueue_time",
 ];
+/// Where `last_enqueue_time` is in [`FIELDS`].
+pub const LAST_ENQUEUE_TIME: usize = 7;
 
 /// A job ready to push: its JSON, queue and jid.
 #[derive(Debug, Clone, PartialEq)]

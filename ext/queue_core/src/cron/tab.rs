@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::clock::float_string;
-use crate::cron::job::{self, FIELDS};
+use crate::cron::job::{self, FIELDS, LAST_ENQUEUE_TIME};
 use crate::cron::schedule::Schedule;
 use crate::error::Result;
 use crate::link::connection::Conn;
@@ -218,7 +218,18 @@ impl Crontab {
             }
             let rows: Vec<Vec<Option<String>>> = conn.pipe(&pipe).await?;
             for ((name, tick), fields) in due.iter().zip(rows) {
-                match push_tick(conn, name, *tick, &fields, now).await {
+                // sidekiq-cron's `not_enqueued_after?`: a tick no later than the last enqueue is not
+                // pushed (a cron string changed to one whose latest tick is older than that).
+                let last = fields
+                    .get(LAST_ENQUEUE_TIME)
+                    .and_then(|v| v.as_deref())
+                    .and_then(parse_last_enqueue_time);
+                let pushing = if last.is_some_and(|last| last >= *tick) {
+                    Ok(false)
+                } else {
+                    push_tick(conn, name, *tick, &fields, now).await
+                };
+                match pushing {
                     Ok(true) => pushed += 1,
                     Ok(false) => {}
                     Err(e @ crate::Error::InvalidJob(_)) => {
@@ -296,9 +307,39 @@ pub fn last_enqueue_time(now: f64) -> String {
         .unwrap_or_default()
 }
 
+/// A `last_enqueue_time` as epoch seconds: sidekiq-cron's `%Y-%m-%d %H:%M:%S %z`, or the
+/// `2023-11-14 22:13:20 UTC` its `save` writes back (Ruby's `Time#to_s` of the parsed value).
+pub fn parse_last_enqueue_time(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let text = match text.strip_suffix(" UTC") {
+        Some(t) => format!("{t} +0000"),
+        None => text.to_owned(),
+    };
+    chrono::DateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S %z")
+        .ok()
+        .map(|t| t.timestamp())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn last_enqueue_times_are_read_in_both_forms() {
+        assert_eq!(
+            parse_last_enqueue_time("2023-11-14 22:13:20 +0000"),
+            Some(1700000000)
+        );
+        assert_eq!(
+            parse_last_enqueue_time("2023-11-14 23:13:20 +0100"),
+            Some(1700000000)
+        );
+        assert_eq!(
+            parse_last_enqueue_time("2023-11-14 22:13:20 UTC"),
+            Some(1700000000)
+        );
+        assert_eq!(parse_last_enqueue_time(""), None);
+    }
 
     #[test]
     fn ticks_and_times_are_written_as_sidekiq_cron_writes_them() {
