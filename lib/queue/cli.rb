@@ -76,6 +76,7 @@ module JobQueue
       SidekiqGem.watch { boot(options) }
       SidekiqGem.adopt(JobQueue.config)
       DeclaredQueues.apply(JobQueue.config) # queues of declared ApplicationWorkers (declared_queues.rb)
+      Cron.load_schedule_file_at_start # config/schedule.yml, as sidekiq-cron loads it (cron.rb)
       launch
     end
 

@@ -194,6 +194,24 @@ impl Keys {
         self.key("jq:gitlab-fetch:scan")
     }
 
+    // ---- sidekiq-cron 1.8's keys (WIRE.md §5), read and written by `cron/` ---------------------
+
+    /// sidekiq-cron's SET of every schedule's hash key (`cron_job:<name>`, as stored: unprefixed).
+    pub fn cron_jobs(&self) -> String {
+        self.key("cron_jobs")
+    }
+
+    /// sidekiq-cron's HASH of one schedule; `member` is an entry of [`Keys::cron_jobs`].
+    pub fn cron_job(&self, member: &str) -> String {
+        self.key(member)
+    }
+
+    /// Ours: a counter our API bumps on every change of a schedule, so the leader's index of
+    /// schedules is refreshed at once rather than at its next periodic refresh.
+    pub fn cron_changes(&self) -> String {
+        self.key("jq:cron:changes")
+    }
+
     /// STRING holding the identity of the process that currently runs the scheduler.
     pub fn scheduler_lock(&self) -> String {
         self.key("jq:scheduler:leader")

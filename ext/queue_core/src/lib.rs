@@ -17,6 +17,7 @@
 pub mod api;
 pub mod client;
 pub mod clock;
+pub mod cron;
 pub mod dedup;
 pub mod error;
 pub mod fetch;

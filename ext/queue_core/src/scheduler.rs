@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::clock::{float_string, now_f64};
+use crate::cron::Crontab;
 use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::link::connection::Conn;
@@ -62,6 +63,17 @@ pub struct Due {
 /// long to wait before the next turn ([`pause_after`]; [`STANDBY`] if Redis cannot be reached,
 /// [`AFTER_ERROR`] if the move failed). Errors are logged, not returned: the loop goes on.
 pub async fn turn(conn: &mut Conn, identity: &str) -> Duration {
+    turn_with_cron(conn, identity, None).await
+}
+
+/// [`turn`], and, when this process leads and `crontab` is given, the cron turn
+/// ([`Crontab::turn`]: the ticks due pushed, the index of schedules kept). A process that does not
+/// lead forgets its index, so a leader always starts from what Redis holds.
+pub async fn turn_with_cron(
+    conn: &mut Conn,
+    identity: &str,
+    crontab: Option<&mut Crontab>,
+) -> Duration {
     let due = match poll(conn, identity).await {
         Ok(due) => due,
         Err(e) => {
@@ -69,6 +81,17 @@ pub async fn turn(conn: &mut Conn, identity: &str) -> Duration {
             return STANDBY;
         }
     };
+    if let Some(tab) = crontab {
+        if due.is_some() {
+            if let Err(e) = tab.turn(conn, now_f64()).await {
+                // Retried after AFTER_ERROR, so a lasting error is not logged 40 times a second.
+                tracing::warn!(error = %e, "cron turn failed");
+                return AFTER_ERROR;
+            }
+        } else {
+            tab.forget();
+        }
+    }
     if due.is_some_and(|d| d.count > 0) {
         match enqueue_due(conn).await {
             Ok(moved) => tracing::debug!(moved, "scheduler moved due jobs to their queues"),

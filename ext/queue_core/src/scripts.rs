@@ -25,6 +25,8 @@ macro_rules! with_helper {
 }
 
 script!(FETCH, "fetch.lua");
+script!(CRON_ENQUEUE, "cron_enqueue.lua");
+script!(CRON_ADMIN, "cron_admin.lua");
 pub static FAIL: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_helper!("dedup_release_fn.lua", "fail.lua")));
 pub static DEDUP_PUSH: LazyLock<Script> =

@@ -23,6 +23,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::cron::Crontab;
 use crate::error::{Error, Result};
 use crate::fetch::{calls, idle, FetchShared, Fetcher, QueueOrder};
 use crate::link::connection::{Conn, Redis};
@@ -313,8 +314,9 @@ async fn beat_loop(
 
 /// Runs [`scheduler::turn`] until stopped, sleeping what each turn says.
 async fn scheduler_loop(mut conn: Conn, identity: String, mut stop: watch::Receiver<bool>) {
+    let mut crontab = Crontab::new();
     loop {
-        let pause = scheduler::turn(&mut conn, &identity).await;
+        let pause = scheduler::turn_with_cron(&mut conn, &identity, Some(&mut crontab)).await;
         tokio::select! {
             _ = stop.changed() => return,
             _ = tokio::time::sleep(pause) => {}
