@@ -21,11 +21,11 @@ class SentinelServers
   end
 
   def start
-    server("primary", @primary_port)
+    @primary_port = up("primary", @primary_port) { |port| server("primary", port) }
     wait("the primary") { role(@primary_port) == "master" }
-    server("replica", @replica_port, "--replicaof", "127.0.0.1", @primary_port.to_s)
+    @replica_port = up("replica", @replica_port) { |port| server("replica", port, "--replicaof", "127.0.0.1", @primary_port.to_s) }
     wait("the replica in sync") { client(@replica_port) { |c| c.info("replication")["master_link_status"] == "up" } }
-    @sentinel_ports.each_with_index { |port, i| sentinel(i, port) }
+    @sentinel_ports = @sentinel_ports.each_with_index.map { |port, i| up("sentinel-#{i}", port) { |p| sentinel(i, p) } }
     @sentinel_ports.each do |port|
       wait("sentinel #{port} to see the replica") { sentinel_client(port) { |c| c.call(["sentinel", "replicas", MASTER]).any? } }
     end
@@ -78,10 +78,34 @@ class SentinelServers
 
   private
 
+  # Starts a process with the block on `port` and waits until it answers PING. A free port can be
+  # taken by another connection's local end before the process binds it; a process that exits
+  # (its bind failed) is started again on another port. Returns the port it listens on.
+  def up(name, port, tries: 5)
+    tries.times do
+      pid = yield port
+      @pids << pid
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+      until Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        return port if client(port, password: name.start_with?("sentinel") ? @sentinel_password : nil) { |c| c.ping == "PONG" }
+        break if Process.waitpid(pid, Process::WNOHANG)
+
+        sleep 0.02
+      end
+      port = JobQueue::Testing::RedisServer.free_port
+    end
+    raise "#{name} did not start in #{tries} tries (#{@dir}):\n#{logs}"
+  end
+
+  # The last lines of every process's log, for a failure's message (the dir goes with #stop).
+  def logs
+    Dir[File.join(@dir, "**", "*log")].map { |f| "--- #{f}\n#{File.readlines(f).last(15).join}" }.join
+  end
+
   def server(name, port, *args)
     dir = File.join(@dir, name)
     FileUtils.mkdir_p(dir)
-    @pids << Process.spawn("redis-server", "--port", port.to_s, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+    Process.spawn("redis-server", "--port", port.to_s, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
       "--dir", dir, *args, out: File.join(dir, "log"), err: [:child, :out])
   end
 
@@ -97,13 +121,13 @@ class SentinelServers
       sentinel failover-timeout #{MASTER} 5000
       #{"requirepass #{@sentinel_password}" if @sentinel_password}
     CONF
-    @pids << Process.spawn("redis-sentinel", conf, out: File.join(@dir, "sentinel-#{index}.log"), err: [:child, :out])
+    Process.spawn("redis-sentinel", conf, out: File.join(@dir, "sentinel-#{index}.log"), err: [:child, :out])
   end
 
   def wait(what, timeout: 30, interval: 0.02)
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
     until yield
-      raise "timed out after #{timeout}s waiting for #{what} (#{@dir})" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      raise "timed out after #{timeout}s waiting for #{what} (#{@dir}):\n#{logs}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
 
       sleep interval
     end
