@@ -88,16 +88,8 @@ pub async fn scan(conn: &mut Conn) -> Result<Vec<WorkingList>> {
     let mut found = Vec::new();
     let mut cursor = "0".to_owned();
     loop {
-        let (next, batch): (String, Vec<RedisValue>) = conn
-            .cmd(
-                redis::cmd("SCAN")
-                    .arg(&cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(SCAN_COUNT),
-            )
-            .await?;
+        let (next, batch): (String, Vec<RedisValue>) =
+            conn.scan(&cursor, &pattern, SCAN_COUNT).await?;
         for value in batch {
             let RedisValue::BulkString(bytes) = value else {
                 continue;

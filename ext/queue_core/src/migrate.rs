@@ -226,16 +226,8 @@ async fn migrate_keys(conn: &mut Conn, rename: &Rename) -> Result<u64> {
     let mut moved = 0;
     let mut cursor = "0".to_owned();
     loop {
-        let (next, found): (String, Vec<RedisValue>) = conn
-            .cmd(
-                redis::cmd("SCAN")
-                    .arg(&cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(SCAN_COUNT),
-            )
-            .await?;
+        let (next, found): (String, Vec<RedisValue>) =
+            conn.scan(&cursor, &pattern, SCAN_COUNT).await?;
         let pairs: Vec<(String, String)> = found
             .iter()
             .filter_map(|v| match v {

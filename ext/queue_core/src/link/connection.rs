@@ -547,6 +547,23 @@ impl Conn {
         self.check(r)
     }
 
+    /// One page of `SCAN cursor MATCH pattern COUNT count`: the next cursor ("0" when done) and the
+    /// keys of this page, as Redis sent them (they may not be UTF-8).
+    pub async fn scan(
+        &mut self,
+        cursor: &str,
+        pattern: &str,
+        count: usize,
+    ) -> Result<(String, Vec<redis::Value>)> {
+        let mut scan = redis::cmd("SCAN");
+        scan.arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count);
+        self.cmd(&scan).await
+    }
+
     pub async fn pipe<T: FromRedisValue>(&mut self, pipe: &redis::Pipeline) -> Result<T> {
         let c = self.connection().await?;
         let r = pipe.query_async(c).await;
