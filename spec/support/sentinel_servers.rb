@@ -30,6 +30,9 @@ class SentinelServers
       wait("sentinel #{port} to see the replica") { sentinel_client(port) { |c| c.call(["sentinel", "replicas", MASTER]).any? } }
     end
     self
+  rescue StandardError
+    stop # a start that fails leaves nothing running: an `after { set.stop }` never sees this set
+    raise
   end
 
   def stop
