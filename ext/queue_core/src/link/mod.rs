@@ -24,8 +24,8 @@
 //!   replies mean a connection is on a demoted master (`READONLY`) and must be dialled again.
 //!
 //! Shard code will live here too (choosing which server a key is on): what changes where a
-//! connection goes, not what the engine writes on it. The shards of an ordered queue are not that: they are keys on one server, and
-//! belong to [`crate::ordered`].
+//! connection goes, not what the engine writes on it. The shards of an ordered queue are not that:
+//! they are keys on one server, and belong to [`crate::ordered`].
 //!
 //! The crate's root re-exports the types a caller configures a process with and matches its errors
 //! on ([`Redis`], [`RedisConfig`], [`ConnectError`], [`ConnectErrorKind`]); everything else is
