@@ -167,15 +167,7 @@ impl Keys {
     /// `SCAN MATCH` pattern for gitlab-sidekiq-fetcher's working lists,
     /// `working:queue:<name>:<hostname>:<pid>:<nonce>` (glob characters in the namespace escaped).
     pub fn gitlab_working_pattern(&self) -> String {
-        let mut pattern = String::with_capacity(self.prefix.len() + 16);
-        for c in self.prefix.chars() {
-            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-                pattern.push('\\');
-            }
-            pattern.push(c);
-        }
-        pattern.push_str("working:queue:*");
-        pattern
+        format!("{}working:queue:*", glob_escape(&self.prefix))
     }
 
     /// STRING a gitlab-sidekiq-fetcher process keeps alive (`SET … EX 60` every 20 s):
@@ -216,6 +208,18 @@ impl Keys {
     pub fn scheduler_lock(&self) -> String {
         self.key("jq:scheduler:leader")
     }
+}
+
+/// A `SCAN MATCH` glob matching `text` literally: its glob characters escaped.
+pub fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -147,15 +147,7 @@ impl Rename {
 
     /// A `SCAN MATCH` pattern for the old queue's keys (glob characters in the names escaped).
     fn key_pattern(&self) -> String {
-        let mut pattern = String::with_capacity(self.old_prefix.len() + 2);
-        for c in self.old_prefix.chars() {
-            if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-                pattern.push('\\');
-            }
-            pattern.push(c);
-        }
-        pattern.push('*');
-        pattern
+        format!("{}*", crate::keys::glob_escape(&self.old_prefix))
     }
 }
 

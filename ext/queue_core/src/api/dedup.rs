@@ -8,7 +8,7 @@
 //! return a cursor to continue from (0 once the walk is over), as `SCAN` does.
 
 use crate::error::{Error, Result};
-use crate::keys::Keys;
+use crate::keys::{glob_escape, Keys};
 use crate::link::connection::Conn;
 use crate::scripts;
 
@@ -33,18 +33,6 @@ pub struct HeldKey {
 pub struct Step {
     pub cursor: u64,
     pub keys: Vec<HeldKey>,
-}
-
-/// A `SCAN` glob matching `text` literally.
-pub fn glob_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The prefix every idempotency key starts with: `<namespace>duplicate:`.
