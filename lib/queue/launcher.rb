@@ -26,12 +26,7 @@ module JobQueue
     def run
       @config.fire_event(:startup, reraise: true) # lifecycle hooks (lifecycle.rb), as Sidekiq's CLI
       @config.engine_job_lines = Logging.start_server_lines(@config) # per-job lines (logging.rb)
-      @server = @config.engine.start_server(
-        @identity, @config.queues, @config.strict_order?, @config.concurrency, @config.max_batch, info_json, true,
-        !@embedded, # an embedded server leaves systemd's NOTIFY_SOCKET to the program it runs in
-        @config.gitlab_fetcher_scan,
-        @config.sidekiq_metrics || nil
-      )
+      @server = @config.engine.start_server(@identity, @config.queues, server_options)
       @config.fire_event(:heartbeat) # the engine registered the process and wrote its first beat
       @config.on_server_init&.call
       @ordered = Ordered::Server.start(@config, @identity) # shard leases of ordered workers (ordered/server.rb)
@@ -125,6 +120,18 @@ module JobQueue
       @ordered.stop
     rescue Error => e
       @config.report_error(e, context: "releasing ordered shards failed; they lapse in 15 s")
+    end
+
+    # What the engine's server takes besides identity and queues (ext/queue/src/ruby_api/start_server.rs
+    # lists the keys; a key it does not know raises).
+    def server_options
+      {
+        strict: @config.strict_order?, concurrency: @config.concurrency, max_batch: @config.max_batch,
+        info_json: info_json, scheduler: true,
+        supervised: !@embedded, # an embedded server leaves systemd's NOTIFY_SOCKET to the program it runs in
+        gitlab_fetch_scan: @config.gitlab_fetcher_scan,
+        sidekiq_metrics: @config.sidekiq_metrics || nil
+      }
     end
 
     # The process hash's `info`, as Sidekiq 8.0.10 writes it (ARCHITECTURE.md, "Liveness"): Sidekiq

@@ -15,12 +15,9 @@ use std::thread::LocalKey;
 use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby};
 use queue_core::link::blocking::{BlockingConn, SyncConn};
 use queue_core::link::sentinel::{SentinelAddr, SentinelConfig};
-use queue_core::server::ServerConfig;
-use queue_core::supervisor::Supervisor;
 use queue_core::{api, client, dedup, migrate, Redis, RedisConfig};
 
 use super::push_template::PushTemplate;
-use super::server::Server;
 use super::{args_json, bytes_of};
 use crate::errors::blocking;
 
@@ -374,57 +371,6 @@ impl Engine {
             })
         })
     }
-
-    /// `start_server(identity, [[queue, weight], ...], strict, concurrency, max_batch, info_json,
-    /// scheduler, supervised, gitlab_fetch_scan, sidekiq_metrics)`. `strict`: try the queues in the
-    /// order given (no queue was given a weight). `supervised`: report to the service manager named
-    /// by `NOTIFY_SOCKET`; false for a server embedded in another program (Puma), which owns that
-    /// socket. `gitlab_fetch_scan`: seconds between scans for gitlab-sidekiq-fetcher's working
-    /// lists, `nil` for none. `sidekiq_metrics`: 7 or 8 to also write Sidekiq's Metrics page data in
-    /// that version's keys, nil not to (anything else raises ArgumentError).
-    #[allow(clippy::too_many_arguments)]
-    fn start_server(
-        &self,
-        identity: String,
-        queues: Vec<(String, u32)>,
-        strict: bool,
-        concurrency: usize,
-        max_batch: usize,
-        info_json: String,
-        scheduler: bool,
-        supervised: bool,
-        gitlab_fetch_scan: Option<u64>,
-        sidekiq_metrics: Option<i64>,
-    ) -> Result<Server, Error> {
-        let sidekiq_metrics = sidekiq_metrics
-            .map(queue_core::metrics::sidekiq::Version::from_major)
-            .transpose()
-            .map_err(crate::errors::to_ruby)?;
-        let config = ServerConfig {
-            identity,
-            queues,
-            strict,
-            concurrency,
-            max_batch,
-            info_json,
-            scheduler,
-            gitlab_fetch_scan: gitlab_fetch_scan.map(std::time::Duration::from_secs),
-            sidekiq_metrics,
-        };
-        let redis = self.redis.clone();
-        let server = blocking(move || {
-            if supervised {
-                queue_core::server::Server::start(redis, config)
-            } else {
-                queue_core::server::Server::start_supervised(
-                    redis,
-                    config,
-                    Supervisor::new(None, None),
-                )
-            }
-        })?;
-        Ok(Server::new(server))
-    }
 }
 
 pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
@@ -442,7 +388,6 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("stats", magnus::method!(Engine::stats, 0))?;
     class.define_method("queue_size", magnus::method!(Engine::queue_size, 1))?;
     class.define_method("ping", magnus::method!(Engine::ping, 0))?;
-    class.define_method("start_server", magnus::method!(Engine::start_server, 10))?;
     class.define_method("migrate_queue", magnus::method!(Engine::migrate_queue, 2))?;
     Ok(())
 }

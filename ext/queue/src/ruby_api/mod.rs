@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod ordered;
 pub mod push_template;
 pub mod server;
+pub mod start_server;
 
 use magnus::{RString, Ruby};
 
