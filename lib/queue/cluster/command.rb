@@ -95,7 +95,6 @@ module JobQueue
         config = JobQueue.config
         config.forked!
         config.queues = child.queues
-        DeclaredQueues.apply(config) # namespaces, as -q expands them
         config.tag = tag.empty? ? child.index.to_s : "#{tag}-#{child.index}"
         @cli.launch
       end
