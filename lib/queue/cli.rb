@@ -363,18 +363,30 @@ module JobQueue
       stop(launcher).tap { last_words(nil) }
     end
 
-    public :launch
+    # The pid of the `queue cluster` parent this process was forked by, if any: once that parent is
+    # gone, the server stops as on TERM rather than run on unsupervised.
+    # @api private
+    attr_writer :cluster_parent
+
+    public :launch, :cluster_parent=
 
     def wait_for_stop(reader, launcher)
       loop do
         ready = IO.select([reader], nil, nil, 1)
         signals = ready ? reader.read_nonblock(1024, exception: false).to_s.split("\n") : []
         signals.concat(launcher.remote_signals)
+        signals << orphaned if @cluster_parent && ::Process.ppid != @cluster_parent
         launcher.update_title
         signals.each do |sig|
           return if handle(sig, launcher) == :stop
         end
       end
+    end
+
+    def orphaned
+      JobQueue.logger.warn("the queue cluster parent (pid #{@cluster_parent}) is gone: stopping")
+      @cluster_parent = nil
+      "TERM"
     end
 
     def stop_after(launcher, error)

@@ -4,8 +4,9 @@
 # the process that ran it, so the spec can tell the children apart.
 #
 # Loaded once, in the cluster's parent, before it forks. With CLUSTER_PUSH_AT_BOOT set, loading it
-# pushes a job through the engine (the parent's main thread opens its engine connection here), so
-# the spec can show that no child ever uses that connection.
+# pushes a job through the engine (the parent's main thread opens its engine connection here), and
+# each child pushes one from its main thread as it starts, so the spec can show that no child ever
+# uses the parent's connection.
 require_relative "basic"
 
 # Records where it ran, then waits for the spec's `release` key (or `seconds`, when given).
@@ -43,4 +44,9 @@ class ClusterChainWorker
   end
 end
 
-ClusterJobWorker.set(queue: "boot").perform_async("pushed by the parent", 0) if ENV["CLUSTER_PUSH_AT_BOOT"]
+if ENV["CLUSTER_PUSH_AT_BOOT"]
+  ClusterJobWorker.set(queue: "boot").perform_async("pushed by the parent", 0)
+  # Runs in each child's main thread: the thread whose per-thread engine connections were the
+  # parent's before the fork.
+  JobQueue.configure { |c| c.on(:startup) { ClusterJobWorker.set(queue: "boot").perform_async("pushed by a child at startup", 0) } }
+end

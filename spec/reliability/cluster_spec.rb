@@ -141,10 +141,40 @@ RSpec.describe "queue cluster" do
     expect(cluster.stop.exitstatus).to eq(0)
   end
 
+  it "has its children stop gracefully, finishing their running jobs, when the parent is killed" do
+    cluster = start_cluster("-c", "2", "-t", "10", "a", "b")
+    children = processes(2).map { |p| p["pid"] }
+    jid = ClusterJobWorker.set(queue: "a").perform_async("held")
+    wait_until("the job to run") { redis.llen("started") == 1 }
+
+    Process.kill("KILL", cluster.pid)
+    wait_until("both children to say the parent is gone", timeout: 10) do
+      cluster.output.scan("the queue cluster parent (pid #{cluster.pid}) is gone: stopping").size == 2
+    end
+    redis.set("release", "1")
+    wait_until("both children to deregister", timeout: 15) { redis.smembers("processes").empty? }
+
+    expect(list_of("finished").map { |j| j["jid"] }).to eq([jid])
+    expect(working_lists).to be_empty
+    children.each { |pid| wait_until("child #{pid} to exit") { !File.exist?("/proc/#{pid}") || File.read("/proc/#{pid}/stat").split(") ").last.start_with?("Z") } }
+  end
+
   describe "fork safety" do
-    # TCP, so each connection in CLIENT LIST has a port that names its socket's inode in /proc.
+    # TCP, so each command MONITOR shows names the client's port, which names its socket in /proc.
     let(:env) { {"REDIS_URL" => TestRedis.tcp_url, "CLUSTER_PUSH_AT_BOOT" => "1"} }
     let(:port) { Integer(TestRedis.tcp_url[/:(\d+)/, 1]) }
+
+    # Every command Redis runs from now on, as MONITOR prints it ("<time> [0 127.0.0.1:<port>] ...").
+    def monitor
+      lines = []
+      conn = Redis.new(path: TestRedis.socket)
+      thread = Thread.new { conn.monitor { |line| lines << line } }
+      wait_until("MONITOR to listen") { redis.ping && lines.any? { |l| l.include?('"ping"') } }
+      @stop_monitor = -> { thread.kill.join && conn.close }
+      lines
+    end
+
+    after { @stop_monitor&.call }
 
     # Local port => socket inode, of every TCP connection to the test Redis.
     def redis_sockets
@@ -159,41 +189,44 @@ RSpec.describe "queue cluster" do
       Dir.glob("/proc/#{pid}/fd/*").filter_map { |fd| File.readlink(fd)[/\Asocket:\[(\d+)\]\z/, 1] rescue nil } # rubocop:disable Style/RescueModifier
     end
 
-    # CLIENT LIST entries by local port of the client's end.
-    def client_list
-      redis.call("CLIENT", "LIST").split("\n").to_h do |line|
-        fields = line.split.to_h { |f| f.split("=", 2) }
-        [fields["addr"].split(":").last.to_i, fields]
+    # [time, client port, line] of each monitored command over TCP.
+    def commands(lines)
+      lines.filter_map do |line|
+        match = /\A(\d+\.\d+) \[\d+ [\d.]+:(\d+)\]/.match(line)
+        match && [match[1].to_f, match[2].to_i, line]
       end
     end
 
     it "a child never uses a connection opened before the fork, and the parent runs no engine thread" do
+      lines = monitor
       cluster = start_cluster("-c", "2", "boot,chain", "chained", env: env)
       children = processes(2).map { |p| p["pid"] }
-      wait_until("the job the parent pushed at boot to run") { pids_of("finished", "pushed by the parent").size == 1 }
+      wait_until("the jobs pushed at boot and at each child's startup to run") do
+        pids_of("finished", "pushed by the parent").size == 1 && pids_of("finished", "pushed by a child at startup").size == 2
+      end
       # Children push through their own connections: each chain job pushes a job for the other child.
       10.times { |i| ClusterChainWorker.set(queue: "chain").perform_async("chain #{i}") }
-      wait_until("the chained jobs to run") { redis.llen("finished") == 21 }
+      wait_until("the chained jobs to run") { redis.llen("finished") == 23 }
       chained = list_of("finished").select { |j| j["label"].start_with?("chain ") }.map { |j| j["pid"] }
       expect(chained).to eq([children[1]] * 10)
-      sleep 2.1 # let the ages below pass whole seconds: CLIENT LIST counts age and idle in seconds
 
       inodes = redis_sockets
-      clients = client_list
       parent_inodes = socket_inodes(cluster.pid)
-      parents = inodes.select { |_, inode| parent_inodes.include?(inode) }.keys
-      expect(parents).not_to be_empty # the connection the boot push opened, still held
-      parents.each do |local_port|
-        entry = clients.fetch(local_port)
-        # Dialled for the boot push and never used since: idle all its life, which spans the children's.
-        expect(entry["age"].to_i).to be >= 2
-        expect(entry["idle"].to_i).to be >= entry["age"].to_i - 1
-      end
-      children.each do |pid|
-        own = inodes.select { |_, inode| socket_inodes(pid).include?(inode) && !parent_inodes.include?(inode) }.keys
-        expect(own.size).to be >= 2 # its fetchers' and its client's connections, dialled by itself
-        expect(own.map { |local_port| clients.fetch(local_port)["idle"].to_i }.min).to be <= 1
-      end
+      parent_ports = inodes.select { |_, inode| parent_inodes.include?(inode) }.keys
+      own_ports = children.to_h { |pid| [pid, inodes.select { |_, inode| socket_inodes(pid).include?(inode) && !parent_inodes.include?(inode) }.keys] }
+      sent = commands(lines.dup)
+
+      # The parent's connection (dialled for its boot push, still open in the parent and, inherited,
+      # in each child) carried that push and nothing after any child's first command.
+      from_parent = sent.select { |_, p, _| parent_ports.include?(p) }
+      expect(from_parent.map(&:last).grep(/"LPUSH" "queue:boot" .*pushed by the parent/).size).to eq(1)
+      first_child_command = sent.select { |_, p, _| own_ports.values.flatten.include?(p) }.map(&:first).min
+      expect(from_parent.map(&:first).max).to be < first_child_command
+      # Each child's main thread (the forking thread's copy, with the parent's per-thread connections
+      # in its memory) pushed at startup over a connection of its own.
+      startup = sent.select { |_, _, line| line.include?('"LPUSH" "queue:boot"') && line.include?("pushed by a child at startup") }.map { |_, p, _| p }
+      expect(startup.size).to eq(2)
+      expect(startup.map { |p| own_ports.find { |_, ports| ports.include?(p) }&.first }).to match_array(children)
 
       threads = Dir.glob("/proc/#{cluster.pid}/task/*/comm").map { |file| File.read(file).strip }
       expect(threads.size).to eq(1), "the parent runs threads: #{threads.inspect}"

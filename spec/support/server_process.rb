@@ -73,9 +73,10 @@ class ServerProcess
     File.exist?(@log) ? File.read(@log) : ""
   end
 
-  # Ensures no process outlives its example (for Puma, its workers too: they share its group).
+  # Ensures no process outlives its example (for Puma and a cluster, their workers or children too:
+  # they share its group).
   def ensure_stopped
-    kill_group if @kind == :puma
+    kill_group if @kind == :puma || @kind == :cluster
     return unless running?
 
     Process.kill("KILL", @pid)

@@ -8,7 +8,8 @@ module JobQueue
     class Command
       BANNER = "Usage: queue cluster [options] GROUP...\n" \
                "  GROUP: one process's queues, comma-separated (mailers,default); a namespace stands\n" \
-               "  for its queues; '*' for every declared queue. Every server option goes to each process."
+               "  for its queues; '*' for every declared queue.\n\n" \
+               "Server options (passed to every process; not -q: the groups are the queues):"
 
       def initialize(cli, out: $stdout)
         @cli = cli
@@ -59,8 +60,6 @@ module JobQueue
           flags[:memory_interval] = v
         end
         parser.on("--dryrun", "print each process's queues and exit") { flags[:dryrun] = true }
-        parser.separator ""
-        parser.separator "Server options (passed to every process):"
       end
 
       # One Child per process: each group, `-n` times, indexed in order.
@@ -80,22 +79,24 @@ module JobQueue
         tag = config.tag.to_s
         JobQueue.logger.info("queue cluster #{VERSION}: #{children.size} processes of #{config.concurrency} threads" \
                              "#{options[:max_memory] ? ", each up to #{Memory.human(options[:max_memory])}" : ""}")
+        parent = ::Process.pid
         supervisor = Supervisor.new(children, timeout: config.timeout, max_memory: options[:max_memory],
           memory_interval: options[:memory_interval] || 3.0, notify: notify) do |child|
-          serve(child, tag, notify)
+          serve(child, tag, notify, parent)
         end
         supervisor.run
       end
 
       # In the forked process: this child's queues, tag and environment, then one server as `queue`
       # runs it.
-      def serve(child, tag, notify)
+      def serve(child, tag, notify, parent)
         ENV.update(notify.child_env(child.index, ::Process.pid)) if notify
         ENV["QUEUE_CLUSTER_INDEX"] = child.index.to_s
         config = JobQueue.config
         config.forked!
         config.queues = child.queues
         config.tag = tag.empty? ? child.index.to_s : "#{tag}-#{child.index}"
+        @cli.cluster_parent = parent # a child whose parent died stops, as on TERM
         @cli.launch
       end
     end

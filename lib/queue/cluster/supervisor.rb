@@ -106,7 +106,9 @@ module JobQueue
 
       # The forked process: drops what belongs to the parent, then runs the server.
       def in_child(child)
-        SIGNALS.each { |sig| trap(sig, "DEFAULT") }
+        # Until the server traps its own: TERM and INT end a child that has no job yet; a TSTP must
+        # not suspend it (its default action), so it is ignored until then.
+        SIGNALS.each { |sig| trap(sig, %w[INT TERM].include?(sig) ? "DEFAULT" : "IGNORE") }
         @reader.close
         @writer.close
         @notify&.close_in_child
@@ -116,6 +118,8 @@ module JobQueue
         # Not `exit`: at_exit blocks the parent registered (the app's, the test runner's) are the
         # parent's to run, once.
         ::Process.exit!(status || 0)
+      rescue SystemExit => e
+        ::Process.exit!(e.status)
       rescue Exception => e # rubocop:disable Lint/RescueException -- a forked process must never return into the parent's code
         warn "queue: #{child}: #{e.class}: #{e.message}"
         ::Process.exit!(1)
@@ -141,7 +145,7 @@ module JobQueue
         how = describe(status)
         if @stopping
           @logger.info("#{label} #{how}")
-        elsif replacing
+        elsif replacing && !@quiet
           @logger.info("#{label} #{how} after passing the memory limit; starting its replacement")
           child.failures = 0
           start(child)
