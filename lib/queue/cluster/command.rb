@@ -92,6 +92,7 @@ module JobQueue
       def serve(child, tag, notify, parent)
         ENV.update(notify.child_env(child.index, ::Process.pid)) if notify
         ENV["QUEUE_CLUSTER_INDEX"] = child.index.to_s
+        Thread.current[:job_queue_tid] = nil # the log lines' tid is per process and thread (logging.rb)
         config = JobQueue.config
         config.forked!
         config.queues = child.queues
