@@ -36,6 +36,15 @@ module JobQueue
       pidfile: "ERROR: PID file creation was removed in Sidekiq 6.0, please use a proper process supervisor to start and manage your services"
     }.freeze
 
+    BANNER = "Usage: queue [options]\n" \
+             "       queue cluster [options] GROUP...  (one process per group of queues; queue cluster -h)\n" \
+             "       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)\n" \
+             "       queue stats | retry|dead list|retry|delete | morgue list|retry|delete   (inspect; queue stats -h)\n" \
+             "       queue pause|unpause NAME... | paused   (stop or resume fetching a queue; queue pause -h)\n" \
+             "       queue web [--port 7433]           (the dashboard; queue web -h)\n" \
+             "       queue feature enable|disable NAME | list   (feature flags in Redis; queue feature -h)\n" \
+             "       queue ordered ACTION              (ordered workers' stats and morgue; queue ordered -h)"
+
     def self.run(argv = ARGV)
       new.run(argv)
     end
@@ -63,11 +72,24 @@ module JobQueue
       # `queue web --port 7433`: the dashboard on its own server (lib/queue/web/command.rb).
       return Web::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) if options[:require] } if argv.first == "web"
 
+      # `queue cluster GROUP...`: one process per group, forked from this one (lib/queue/cluster).
+      return cluster(argv.drop(1)) if argv.first == "cluster"
+
       # Lines reach a file or pipe as they happen (as in Sidekiq's CLI), not when the buffer fills.
       $stdout.sync = true
       options = parse(argv)
       return 0 if options[:exit]
 
+      status = prepare(options)
+      return status if status
+
+      launch
+    end
+
+    # Everything a server does before it starts, in the process that will run it (or, for a cluster,
+    # in the parent, once, before it forks): settings, the app, the declared queues, the cron
+    # schedule file. Returns an exit status when there is nothing to start, else nil.
+    def prepare(options)
       JobQueue.server!
       apply(options)
       return no_app if options[:require].nil? && !rails_app?(".")
@@ -77,14 +99,16 @@ module JobQueue
       SidekiqGem.adopt(JobQueue.config)
       DeclaredQueues.apply(JobQueue.config) # queues of declared ApplicationWorkers (declared_queues.rb)
       Cron.load_schedule_file_at_start # config/schedule.yml, as sidekiq-cron loads it (cron.rb)
-      launch
+      nil
     end
 
-    # Parses flags, then merges a YAML file (-C) under them: flags win.
+    # Parses flags, then merges a YAML file (-C) under them: flags win. A block may add options to
+    # the parser (`queue cluster` does); the arguments left over are in `:args`.
     def parse(argv)
       flags = {queues: []}
       parser = option_parser(flags)
-      parser.parse!(argv.dup)
+      yield parser, flags if block_given?
+      flags[:args] = parser.parse(argv)
       return flags if flags[:exit]
 
       flags.delete(:queues) if flags[:queues].empty?
@@ -121,7 +145,24 @@ module JobQueue
     INSPECT_COMMANDS = %w[stats retry dead morgue].freeze
     PAUSE_COMMANDS = %w[pause unpause paused].freeze
 
+    # The server's options parser (`queue cluster` adds its own to it).
+    def option_parser(opts)
+      OptionParser.new do |o|
+        o.banner = BANNER
+        server_options(o, opts)
+        o.on_tail("-h", "--help", "show this help") do
+          @out.puts o
+          opts[:exit] = true
+        end
+      end
+    end
+
     private
+
+    def cluster(argv)
+      require_relative "cluster"
+      Cluster::Command.new(self, out: @out).run(argv)
+    end
 
     def inspect_command(command, argv)
       require_relative "api"
@@ -141,44 +182,33 @@ module JobQueue
       boot(options)
     end
 
-    def option_parser(opts)
-      OptionParser.new do |o|
-        o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)\n" \
-                   "       queue stats | retry|dead list|retry|delete | morgue list|retry|delete   (inspect; queue stats -h)\n" \
-                   "       queue pause|unpause NAME... | paused   (stop or resume fetching a queue; queue pause -h)\n" \
-                   "       queue web [--port 7433]           (the dashboard; queue web -h)\n" \
-                   "       queue feature enable|disable NAME | list   (feature flags in Redis; queue feature -h)\n" \
-                   "       queue ordered ACTION              (ordered workers' stats and morgue; queue ordered -h)"
-        o.on("-c", "--concurrency INT", Integer, "processor threads (default 10)") { |v| opts[:concurrency] = v }
-        o.on("-q", "--queue QUEUE[,WEIGHT]",
-          "queue to process, repeatable (default \"default\").",
-          "An app with ApplicationWorkers defaults to their queues,",
-          "weighted; a namespace (-q cronjob) stands for its queues.",
-          "Without weights queues are served in strict order;",
-          "with any weight, in a random order weighted per fetch",
-          "(unweighted queues weigh 1, so a,1 b,1 share evenly)") { |v| opts[:queues] << v }
-        o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file to load (default .)") { |v| opts[:require] = v }
-        o.on("-t", "--timeout NUM", Float, "shutdown timeout in seconds (default 25)") { |v| opts[:timeout] = v }
-        o.on("-C", "--config PATH", "YAML config file (default config/queue.yml or config/sidekiq.yml in the app directory)") { |v| opts[:config_file] = v }
-        o.on("-e", "--environment ENV", "application environment (default APP_ENV, RAILS_ENV, RACK_ENV or development)") { |v| opts[:environment] = v }
-        o.on("-g", "--tag TAG", "process tag shown in the dashboard (default: the Rails app's directory name)") { |v| opts[:tag] = v }
-        o.on("--max-batch INT", Integer, "most jobs one fetch takes for one thread, 1..1000 (default 50)") do |v|
-          raise OptionParser::InvalidArgument, "#{v} (must be #{Configuration::MAX_BATCH_RANGE})" unless Configuration::MAX_BATCH_RANGE.cover?(v)
+    # The flags every server takes, `queue` and each process of `queue cluster` alike.
+    def server_options(o, opts)
+      o.on("-c", "--concurrency INT", Integer, "processor threads (default 10)") { |v| opts[:concurrency] = v }
+      o.on("-q", "--queue QUEUE[,WEIGHT]",
+        "queue to process, repeatable (default \"default\").",
+        "An app with ApplicationWorkers defaults to their queues,",
+        "weighted; a namespace (-q cronjob) stands for its queues.",
+        "Without weights queues are served in strict order;",
+        "with any weight, in a random order weighted per fetch",
+        "(unweighted queues weigh 1, so a,1 b,1 share evenly)") { |v| opts[:queues] << v }
+      o.on("-r", "--require [PATH|DIR]", "Rails app directory or Ruby file to load (default .)") { |v| opts[:require] = v }
+      o.on("-t", "--timeout NUM", Float, "shutdown timeout in seconds (default 25)") { |v| opts[:timeout] = v }
+      o.on("-C", "--config PATH", "YAML config file (default config/queue.yml or config/sidekiq.yml in the app directory)") { |v| opts[:config_file] = v }
+      o.on("-e", "--environment ENV", "application environment (default APP_ENV, RAILS_ENV, RACK_ENV or development)") { |v| opts[:environment] = v }
+      o.on("-g", "--tag TAG", "process tag shown in the dashboard (default: the Rails app's directory name)") { |v| opts[:tag] = v }
+      o.on("--max-batch INT", Integer, "most jobs one fetch takes for one thread, 1..1000 (default 50)") do |v|
+        raise OptionParser::InvalidArgument, "#{v} (must be #{Configuration::MAX_BATCH_RANGE})" unless Configuration::MAX_BATCH_RANGE.cover?(v)
 
-          opts[:max_batch] = v
-        end
-        o.on("-v", "--verbose", "debug logging, the engine's too (default info; QUEUE_LOG sets the engine's)") { opts[:verbose] = true }
-        o.on("-d", "--daemon", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:daemon] }
-        o.on("-L", "--logfile PATH", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:logfile] }
-        o.on("-P", "--pidfile PATH", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:pidfile] }
-        o.on("-V", "--version", "print version and exit") do
-          @out.puts "queue #{VERSION}"
-          opts[:exit] = true
-        end
-        o.on_tail("-h", "--help", "show this help") do
-          @out.puts o
-          opts[:exit] = true
-        end
+        opts[:max_batch] = v
+      end
+      o.on("-v", "--verbose", "debug logging, the engine's too (default info; QUEUE_LOG sets the engine's)") { opts[:verbose] = true }
+      o.on("-d", "--daemon", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:daemon] }
+      o.on("-L", "--logfile PATH", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:logfile] }
+      o.on("-P", "--pidfile PATH", "removed, as in Sidekiq 6.0: prints why and carries on") { @out.puts REMOVED_FLAGS[:pidfile] }
+      o.on("-V", "--version", "print version and exit") do
+        @out.puts "queue #{VERSION}"
+        opts[:exit] = true
       end
     end
 
@@ -309,6 +339,8 @@ module JobQueue
       File.dirname(config)
     end
 
+    # Runs the server until a signal stops it: traps SIGNALS, starts a Launcher, and returns the exit
+    # status.
     def launch
       reader, writer = IO.pipe
       SIGNALS.each do |sig|
@@ -331,16 +363,30 @@ module JobQueue
       stop(launcher).tap { last_words(nil) }
     end
 
+    # The pid of the `queue cluster` parent this process was forked by, if any: once that parent is
+    # gone, the server stops as on TERM rather than run on unsupervised.
+    # @api private
+    attr_writer :cluster_parent
+
+    public :launch, :cluster_parent=
+
     def wait_for_stop(reader, launcher)
       loop do
         ready = IO.select([reader], nil, nil, 1)
         signals = ready ? reader.read_nonblock(1024, exception: false).to_s.split("\n") : []
         signals.concat(launcher.remote_signals)
+        signals << orphaned if @cluster_parent && ::Process.ppid != @cluster_parent
         launcher.update_title
         signals.each do |sig|
           return if handle(sig, launcher) == :stop
         end
       end
+    end
+
+    def orphaned
+      JobQueue.logger.warn("the queue cluster parent (pid #{@cluster_parent}) is gone: stopping")
+      @cluster_parent = nil
+      "TERM"
     end
 
     def stop_after(launcher, error)

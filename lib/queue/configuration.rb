@@ -284,6 +284,14 @@ module JobQueue
       end
     end
 
+    # In a process forked from this one (`queue cluster`'s children): the `JobQueue.redis` connections
+    # are the parent's, so they are closed here and new ones made on first use. The engine needs
+    # nothing: each thread's connection remembers its pid, and a child dials its own.
+    # @api private
+    def forked!
+      @redis_pool.shutdown
+    end
+
     # The native engine for the current settings.
     def engine
       @engine ||= Native::Engine.new(redis_url, @namespace, @redis_options.engine_ca_file, @busy_poll_us, @redis_options.engine_sentinel)

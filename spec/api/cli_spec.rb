@@ -154,7 +154,7 @@ RSpec.describe JobQueue::CLI do
     it "lists every subcommand in --help" do
       _, out, = run_exe(exe, "--help")
       usage = out.lines.take_while { |line| !line.start_with?("    -") }
-      %w[migrate stats retry dead morgue web feature ordered].each do |command|
+      %w[cluster migrate stats retry dead morgue web feature ordered].each do |command|
         expect(usage.grep(/^\s*queue\b.*\b#{command}\b/)).not_to be_empty, "#{command} missing from:\n#{usage.join}"
       end
     end

@@ -12,7 +12,7 @@ class ServerProcess
 
   attr_reader :pid, :log
 
-  # kind: :queue, :sidekiq or :puma. app: file (directory for :puma) name under spec/apps. args:
+  # kind: :queue, :cluster (`queue cluster`, args ending with its groups), :sidekiq or :puma. app: file (directory for :puma) name under spec/apps. args:
   # extra CLI flags.
   def initialize(kind: :queue, app:, args: [], env: {})
     @kind = kind
@@ -26,6 +26,7 @@ class ServerProcess
     command =
       case @kind
       when :queue then [RbConfig.ruby, File.join(ROOT, "exe", "queue"), "-r", @app, *@args]
+      when :cluster then [RbConfig.ruby, File.join(ROOT, "exe", "queue"), "cluster", "-r", @app, *@args]
       when :sidekiq then [RbConfig.ruby, "-S", "sidekiq", "-r", @app, *@args]
       when :puma then [RbConfig.ruby, "-I", File.join(ROOT, "lib"), Gem.bin_path("puma", "puma"), *@args, File.join(@app, "config.ru")]
       end
@@ -72,9 +73,10 @@ class ServerProcess
     File.exist?(@log) ? File.read(@log) : ""
   end
 
-  # Ensures no process outlives its example (for Puma, its workers too: they share its group).
+  # Ensures no process outlives its example (for Puma and a cluster, their workers or children too:
+  # they share its group).
   def ensure_stopped
-    kill_group if @kind == :puma
+    kill_group if @kind == :puma || @kind == :cluster
     return unless running?
 
     Process.kill("KILL", @pid)
