@@ -19,6 +19,8 @@ else
   require "queue"
   JobQueue.configure { |c| c.redis = {url: ENV.fetch("REDIS_URL")} }
   PeerRunner = "queue #{JobQueue::VERSION}"
+  # A second capsule, for Sidekiq 7's view of a process with capsules.
+  JobQueue.config.capsule("single") { |c| c.concurrency = 1 }.queues = %w[single] if ENV["PEER_CAPSULE"]
   PeerJob = JobQueue::Worker
   PeerIterableJob = JobQueue::IterableJob
   def peer_redis(&block) = JobQueue.redis(&block)

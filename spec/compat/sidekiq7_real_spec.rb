@@ -46,8 +46,8 @@ RSpec.describe "the real Sidekiq 7.3.10 beside queue, on one Redis", :sidekiq7 d
     pid
   end
 
-  def start_queue(*args)
-    ServerProcess.new(app: "sidekiq7_peer.rb", args: ["-c", "2", "-t", "10", *args]).start.tap { |s| processes << [s.pid, s.log] }
+  def start_queue(*args, env: {})
+    ServerProcess.new(app: "sidekiq7_peer.rb", args: ["-c", "2", "-t", "10", *args], env: env).start.tap { |s| processes << [s.pid, s.log] }
   end
 
   def stop(pid)
@@ -100,6 +100,30 @@ RSpec.describe "the real Sidekiq 7.3.10 beside queue, on one Redis", :sidekiq7 d
     expect(seen["processes"].first["version"]).to start_with("queue ")
     expect(seen["work"]).to eq([{"jid" => jid, "class" => "Sk7Slow", "queue" => "default"}])
     expect(seen.values_at("status", "jid_shown", "tag_shown", "class_shown")).to eq([200, true, true, true])
+  end
+
+  it "shows a process of ours with two capsules as one process on Sidekiq 7's Busy page" do
+    ours = start_queue("-q", "default", env: {"PEER_CAPSULE" => "1"})
+    jid = push_ours("Sk7Slow", "capsule")
+    JobQueue::Client.push("class" => "Sk7Echo", "args" => ["in single"], "queue" => "single")
+    wait_until("the single capsule's job to run") { records("s7:ran").size == 1 }
+    wait_until("the slow job to start") { records("s7:started").size == 1 }
+    wait_until("our beat to list the job") { redis.hlen("#{redis.smembers("processes").first}:work").positive? }
+    seen = sidekiq7(<<~RUBY)
+      processes = Sidekiq::ProcessSet.new.map { |p| %w[concurrency busy weights queues capsules].to_h { |k| [k, p[k]] } }
+      status, body = sidekiq_web("/busy")
+      {"processes" => processes, "status" => status, "jid_shown" => body.include?(#{jid.inspect})}
+    RUBY
+    redis.set("s7:release", "1")
+    wait_until("the slow job to finish") { records("s7:ran").size == 2 }
+    stop(ours.pid)
+
+    puts "Sidekiq 7.3.10 sees a process with capsules: #{JSON.generate(seen)}"
+    expect(seen["processes"]).to eq([{"concurrency" => 3, "busy" => 1, "weights" => [{"default" => 0}, {"single" => 0}],
+      "queues" => %w[default single], "capsules" => {"default" => {"concurrency" => 2, "mode" => "strict", "weights" => {"default" => 0}},
+                                                     "single" => {"concurrency" => 1, "mode" => "strict", "weights" => {"single" => 0}}}}])
+    expect(seen.values_at("status", "jid_shown")).to eq([200, true])
+    expect(records("s7:ran").first).to include("args" => ["in single"], "runner" => start_with("queue"))
   end
 
   it "shows the jobs our server ran on Sidekiq 7's Metrics page and in Metrics::Query" do

@@ -37,7 +37,7 @@ module JobQueue
         # Milliseconds as "12 ms", "1.5 s", "3 min".
         def ms_text(ms)
           ms = ms.to_f
-          return "#{ms.round(ms < 10 ? 1 : 0)} ms" if ms < 1000
+          return "#{ms < 10 ? ms.round(1).to_s.delete_suffix(".0") : ms.round} ms" if ms < 1000
 
           duration(ms / 1000.0)
         end
