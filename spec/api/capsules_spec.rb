@@ -60,6 +60,13 @@ RSpec.describe "capsules in one server process" do
     expect(server.stop.exitstatus).to eq(0)
   end
 
+  it "configures what the README's example says" do
+    Readme.blocks("### Capsules", count: 1).first.run
+    expect(JobQueue.config.capsules.keys).to eq(["single"])
+    expect(JobQueue.config.capsules["single"]).to have_attributes(concurrency: 1, queues: ["single"], mode: :strict)
+    expect(JobQueue.config.total_concurrency).to eq(JobQueue.config.concurrency + 1)
+  end
+
   it "refuses a bad capsule where it is configured" do
     expect { JobQueue.config.capsule("x") { |c| c.concurrency = 0 } }.to raise_error(ArgumentError, /capsule "x": concurrency must be a positive Integer/)
     expect { JobQueue.config.capsule("x") { |c| c.queues = [] } }.to raise_error(ArgumentError, /capsule "x": at least one queue/)
