@@ -18,7 +18,10 @@ fn iteration_state_is_sidekiqs_hash() {
     let t = TestRedis::with_namespace("ns:");
     let mut bc = BlockingConn::new(&t.redis()).expect("conn");
     let mut c = t.conn();
-    assert_eq!(bc.run(async |c| iterable::load(c, "j1").await).unwrap(), None);
+    assert_eq!(
+        bc.run(async |c| iterable::load(c, "j1").await).unwrap(),
+        None
+    );
 
     let cancelled = bc
         .run(async |c| iterable::save(c, "j1", "2", "[3,\"x\"]", "1.25").await)
@@ -63,8 +66,12 @@ fn iteration_state_is_sidekiqs_hash() {
     assert_eq!(cancelled.as_deref(), Some("1700000000"));
 
     // A hash holding only "cancelled" has no progress to resume from.
-    bc.run(async |c| iterable::cancel(c, "j2", 5).await).unwrap();
-    assert_eq!(bc.run(async |c| iterable::load(c, "j2").await).unwrap(), None);
+    bc.run(async |c| iterable::cancel(c, "j2", 5).await)
+        .unwrap();
+    assert_eq!(
+        bc.run(async |c| iterable::load(c, "j2").await).unwrap(),
+        None
+    );
     assert_eq!(
         bc.run(async |c| iterable::cancelled(c, "j2").await)
             .unwrap()
