@@ -34,6 +34,7 @@ module JobQueue
     def queues=(list)
       parsed = @config.parse_queues(list)
       @strict = parsed.none? { |_, weight| weight&.positive? }
+      @given = parsed.to_h { |name, weight| [name, weight.to_i] }
       @queues = parsed.map { |name, weight| [name, [weight.to_i, 1].max] }
     rescue ArgumentError => e
       raise ArgumentError, "capsule #{@name.inspect}: #{e.message}"
@@ -47,13 +48,14 @@ module JobQueue
 
     def strict_order? = @strict
 
-    # Sidekiq 7's `weights`: queue => weight, 0 for every queue in strict order.
-    def weights = @queues.to_h { |name, weight| [name, @strict ? 0 : weight] }
+    # Sidekiq 7's `weights`: queue => the weight given (0 where none was, as Sidekiq records it;
+    # such a queue is drawn as weight 1), 0 for every queue in strict order.
+    def weights = @given
 
     # Sidekiq 7's `mode`: :strict, :random (every weight 1) or :weighted.
     def mode
       if @strict then :strict
-      elsif @queues.all? { |_, w| w == 1 } then :random
+      elsif @given.values.all? { |w| w == 1 } then :random
       else :weighted
       end
     end

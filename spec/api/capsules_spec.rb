@@ -67,6 +67,13 @@ RSpec.describe "capsules in one server process" do
     expect(JobQueue.config.total_concurrency).to eq(JobQueue.config.concurrency + 1)
   end
 
+  it "records a weighted capsule's weights and mode as Sidekiq 7's Capsule does" do
+    cap = JobQueue.config.capsule("w") { |c| c.queues = %w[a,3 b] }
+    expect([cap.weights, cap.mode, cap.queue_weights, cap.strict_order?]).to eq([{"a" => 3, "b" => 0}, :weighted, [["a", 3], ["b", 1]], false])
+    cap.queues = %w[a,1 b,1]
+    expect(cap.mode).to eq(:random)
+  end
+
   it "refuses a bad capsule where it is configured" do
     expect { JobQueue.config.capsule("x") { |c| c.concurrency = 0 } }.to raise_error(ArgumentError, /capsule "x": concurrency must be a positive Integer/)
     expect { JobQueue.config.capsule("x") { |c| c.queues = [] } }.to raise_error(ArgumentError, /capsule "x": at least one queue/)
