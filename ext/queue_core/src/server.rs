@@ -63,7 +63,7 @@ pub struct Server {
     /// The default capsule (`capsules[0]`).
     shared: Arc<FetchShared>,
     /// Every capsule, the default one first.
-    capsules: Vec<Arc<FetchShared>>,
+    capsules: Arc<Vec<Arc<FetchShared>>>,
     rt: tokio::runtime::Runtime,
     stop_tx: watch::Sender<bool>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -149,7 +149,7 @@ impl Server {
         let mut tasks = Vec::new();
         tasks.push(rt.spawn(beat_loop(
             redis.conn(),
-            all.clone(),
+            all.to_vec(),
             config.info_json.clone(),
             signals.clone(),
             supervisor.clone(),
@@ -158,7 +158,8 @@ impl Server {
         for capsule in &all {
             tasks.push(rt.spawn(pause::watch(redis.conn(), capsule.clone(), stop_rx.clone())));
         }
-        tasks.extend(supervisor.spawn(&rt, shared.clone(), stop_rx.clone()));
+        let all = Arc::new(all);
+        tasks.extend(supervisor.spawn(&rt, all.clone(), stop_rx.clone()));
         if config.scheduler {
             tasks.push(rt.spawn(scheduler_loop(
                 redis.conn(),
@@ -197,7 +198,7 @@ impl Server {
     /// This process's queues that it sees paused (as of its last read of the paused set).
     pub fn paused(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
-        for capsule in &self.capsules {
+        for capsule in self.capsules.iter() {
             let order = &capsule.order;
             for i in (0..order.len()).filter(|&i| capsule.paused.is_paused(i)) {
                 if !names.iter().any(|n| n == order.name(i)) {
@@ -234,12 +235,12 @@ impl Server {
             ))
         })?;
         let fetcher = Fetcher::new(shared.clone(), tid)?;
-        self.supervisor.fetcher_started(&self.shared);
+        self.supervisor.fetcher_started(&self.capsules);
         Ok(fetcher)
     }
 
     fn quiet_all(&self) {
-        for capsule in &self.capsules {
+        for capsule in self.capsules.iter() {
             capsule.quiet();
         }
     }
@@ -247,14 +248,14 @@ impl Server {
     /// Stop handing out work (TSTP). Running jobs go on.
     pub fn quiet(&self) {
         self.quiet_all();
-        self.supervisor.quiet(&self.shared);
+        self.supervisor.quiet(&self.capsules);
     }
 
     /// A stop begins (TERM/INT): quiet, and tell a service manager (`STOPPING=1`) before the
     /// processors are given the shutdown timeout. [`Server::stop`] ends it.
     pub fn stopping(&self) {
         self.quiet_all();
-        self.supervisor.stopping(&self.shared);
+        self.supervisor.stopping(&self.capsules);
     }
 
     /// How many processor threads (of every capsule) are running a job now (for the process title).
@@ -283,7 +284,7 @@ impl Server {
             end_tasks(&mut conn, &all, tasks).await;
             let mut failed = Vec::new();
             let mut moved = 0;
-            for capsule in &all {
+            for capsule in all.iter() {
                 // The processors have finished: whatever they counted since the last beat goes now.
                 if let Err(e) = metrics::flush::flush(&mut conn, &capsule.metrics).await {
                     failed.push(("flush the metrics counts", e));
