@@ -4,7 +4,7 @@ require "open3"
 
 # Against the real Sidekiq 7.3.10, loaded from its source (issue #25, acceptance 2). Opt-in: runs only
 # when SIDEKIQ7_SRC names a directory holding sidekiq/lib, redis-client/lib and connection_pool/lib
-# (Sidekiq v7.3.10, redis-client v0.26.0, connection_pool v2.5.5; README "Sidekiq 7 and 8" says how to
+# (Sidekiq v7.3.10, redis-client v0.26.0, connection_pool v2.5.5; README "Moving from Sidekiq 7 and 8" says how to
 # make the copy). Every Sidekiq 7 part runs in a subprocess with those three lib dirs first on its
 # load path: its server (`sidekiq/bin/sidekiq -r spec/apps/sidekiq7_peer.rb`), and its client, API
 # and Web UI (spec/apps/sidekiq7_eval.rb). Ours is exe/queue with the same app file, no sidekiq gem.
