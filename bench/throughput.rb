@@ -20,7 +20,9 @@ module Bench
     ROUNDS = Integer(ENV.fetch("ROUNDS", "3"))
     CONCURRENCY = 10
     # queue and queue_nosk stay next to each other whichever way a round runs them.
-    KINDS = %w[sidekiq queue queue_nosk queue_logs].freeze
+    # ONLY=sk_metrics runs just that pair (more rounds in the same time, for the metrics' cost).
+    SK_METRICS_ONLY = ENV["ONLY"] == "sk_metrics"
+    KINDS = (SK_METRICS_ONLY ? %w[queue queue_nosk] : %w[sidekiq queue queue_nosk queue_logs]).freeze
     LABELS = {"sidekiq" => "Sidekiq #{Sidekiq::VERSION}", "queue" => "queue #{JobQueue::VERSION}",
       "queue_nosk" => "queue, Sidekiq metrics off", "queue_logs" => "queue, job lines on"}.freeze
     # What the project aims for (reported, not asserted): the fetch issue's goals.
@@ -41,8 +43,8 @@ module Bench
       path = Report.write_json("throughput", {
         "benchmark" => "throughput",
         "jobs" => JOBS, "rounds" => ROUNDS, "concurrency" => CONCURRENCY, "machine" => machine,
-        "runs" => rounds, "medians" => summary, "ratios" => ratios(summary),
-        "job_lines_cost" => LogCost.new(rounds, summary).to_h,
+        "runs" => rounds, "medians" => summary, "ratios" => (ratios(summary) unless SK_METRICS_ONLY),
+        "job_lines_cost" => (LogCost.new(rounds, summary).to_h unless SK_METRICS_ONLY),
         "sidekiq_metrics_cost" => sk_metrics_cost(rounds, summary).to_h
       })
       puts "\nresults: #{path}"
@@ -56,6 +58,17 @@ module Bench
       end
     end
 
+    def print_sk_metrics_report(rounds, summary)
+      puts Report.table(Report::DRAIN_HEADER, KINDS.map { |k| Report.drain_row(LABELS.fetch(k), summary.fetch(k)) })
+      sk_cost = sk_metrics_cost(rounds, summary)
+      puts sk_cost.report_lines
+      puts "\nEach round:"
+      puts Report.rounds_table(rounds, KINDS)
+      puts "\nTarget (reported, not asserted):"
+      puts Report.target("Sidekiq metrics cost ≤ #{(TARGET_SK_METRICS_COST * 100).round}% of jobs/s", sk_cost.paired <= TARGET_SK_METRICS_COST,
+        format("%.1f%% (median of the rounds' paired costs)", sk_cost.paired * 100))
+    end
+
     def sk_metrics_cost(rounds, summary) = LogCost.new(rounds, summary, on: "queue", off: "queue_nosk", what: "Sidekiq metrics")
 
     def ratios(summary) = Report.drain_ratios(summary.fetch("queue"), summary.fetch("sidekiq"))
@@ -64,6 +77,8 @@ module Bench
       puts "\nThroughput: #{Report.num(JOBS)} blank jobs, -c #{CONCURRENCY}, median of #{ROUNDS} round(s)"
       puts Report.load_line(machine["loadavg_before"], machine["loadavg_after"])
       puts
+      return print_sk_metrics_report(rounds, summary) if SK_METRICS_ONLY
+
       rows = KINDS.map { |k| Report.drain_row(LABELS.fetch(k), summary.fetch(k)) }
       r = ratios(summary)
       rows << Report.drain_ratio_row("queue / Sidekiq", r)

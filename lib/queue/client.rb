@@ -26,8 +26,7 @@ module JobQueue
 
     # Sidekiq 7.3's `Client#cancel!(jid)`: marks an iterable job cancelled in its `it-<jid>` hash and
     # returns the epoch second it was (the first call's). Asynchronous: a running job notices it within
-    # Iterable::STATE_FLUSH_INTERVAL seconds, a queued one when it starts. Needs the redis gem
-    # (JobQueue.redis).
+    # Iterable::STATE_FLUSH_INTERVAL seconds, a queued one when it starts. Written by the engine.
     def cancel!(jid)
       Iterable::State.cancel!(jid)
     end

@@ -206,13 +206,7 @@ module JobQueue
     # a queue comes first in proportion to its weight; a queue without one weighs 1, so equal
     # weights share evenly. Weight 0 counts as 1 and on its own keeps the order strict.
     def queues=(list)
-      parsed = Array(list).map { |spec| parse_queue(spec) }
-      raise ArgumentError, "at least one queue is needed" if parsed.empty?
-
-      names = parsed.map(&:first)
-      dup = names.find { |n| names.count(n) > 1 }
-      raise ArgumentError, "queue #{dup.inspect} is listed twice" if dup
-
+      parsed = parse_queues(list)
       @strict_order = parsed.none? { |_, weight| weight&.positive? }
       @queues = parsed.map { |name, weight| [name, [weight.to_i, 1].max] }
       @queues_set = true
@@ -290,6 +284,41 @@ module JobQueue
     # @api private
     def forked!
       @redis_pool.shutdown
+    end
+
+    # [[name, weight or nil], ...] from "name" / "name,weight" / [name, weight] specs; raises
+    # ArgumentError for none, a bad one, or a name listed twice.
+    def parse_queues(list)
+      parsed = Array(list).map { |spec| parse_queue(spec) }
+      raise ArgumentError, "at least one queue is needed" if parsed.empty?
+
+      names = parsed.map(&:first)
+      dup = names.find { |n| names.count(n) > 1 }
+      raise ArgumentError, "queue #{dup.inspect} is listed twice" if dup
+
+      parsed
+    end
+
+    # Sidekiq 7's capsules: `capsule("name") { |c| c.concurrency = 1; c.queues = %w[x] }` adds (or
+    # changes) a group of threads of its own in the same server (JobQueue::Capsule). "default" is
+    # this configuration's own `queues` and `concurrency`.
+    def capsule(name)
+      name = name.to_s
+      raise ArgumentError, "a capsule needs a name" if name.strip.empty?
+
+      cap = name == Capsule::DEFAULT ? DefaultCapsule.new(self) : (capsules[name] ||= Capsule.new(name, self))
+      yield cap if block_given?
+      cap
+    end
+
+    # The capsules besides the default one, by name, in the order they were added.
+    def capsules
+      @capsules ||= {}
+    end
+
+    # Threads of every capsule (Sidekiq 7's `total_concurrency`).
+    def total_concurrency
+      concurrency + capsules.values.sum(&:concurrency)
     end
 
     # The native engine for the current settings.

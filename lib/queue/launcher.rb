@@ -31,7 +31,10 @@ module JobQueue
       @config.on_server_init&.call
       @ordered = Ordered::Server.start(@config, @identity) # shard leases of ordered workers (ordered/server.rb)
       @processors = Array.new(@config.concurrency) { |i| Processor.new(self, @server, @config, i).start }
-      @config.logger.info("queue #{VERSION} started as #{@identity}: #{@config.concurrency} threads on #{queue_summary}")
+      @config.capsules.each_value.with_index(1) do |cap, number|
+        @processors.concat(Array.new(cap.concurrency) { |i| Processor.new(self, @server, @config, i, capsule: number, capsule_name: cap.name).start })
+      end
+      @config.logger.info("queue #{VERSION} started as #{@identity}: #{@config.concurrency} threads on #{queue_summary}#{capsule_summary}")
       @config.logger.info("ordered workers: #{@ordered.summary}") if @ordered
       self
     end
@@ -86,7 +89,7 @@ module JobQueue
       return unless @server && !@embedded
 
       tag = @config.tag.to_s.empty? ? "" : " #{@config.tag}"
-      title = "queue #{VERSION}#{tag} [#{@server.busy_count} of #{@config.concurrency} busy]"
+      title = "queue #{VERSION}#{tag} [#{@server.busy_count} of #{@config.total_concurrency} busy]"
       title += " stopping" if @quiet
       ::Process.setproctitle(title)
     end
@@ -105,7 +108,10 @@ module JobQueue
 
       @lock.synchronize do
         index = @processors.index(processor)
-        @processors[index] = Processor.new(self, @server, @config, index).start if index
+        if index
+          @processors[index] = Processor.new(self, @server, @config, processor.index, capsule: processor.capsule,
+            capsule_name: processor.capsule_name).start
+        end
       end
     end
 
@@ -130,25 +136,32 @@ module JobQueue
         info_json: info_json, scheduler: true,
         supervised: !@embedded, # an embedded server leaves systemd's NOTIFY_SOCKET to the program it runs in
         gitlab_fetch_scan: @config.gitlab_fetcher_scan,
-        sidekiq_metrics: @config.sidekiq_metrics || nil
+        sidekiq_metrics: @config.sidekiq_metrics || nil,
+        capsules: @config.capsules.values.map { |cap| [cap.name, cap.queue_weights, cap.strict_order?, cap.concurrency] }
       }
     end
 
     # The process hash's `info`, as Sidekiq 8.0.10 writes it (ARCHITECTURE.md, "Liveness"): Sidekiq
     # 6.4's fields, 7.x's `version`, `weights` (one hash per capsule) and `embedded`, 8.0.9's
-    # `capsules`. The server is one capsule, "default". `version` names this gem, so a Sidekiq
-    # dashboard on a shared Redis tells our processes from its own.
+    # `capsules`: the default capsule (the configuration's queues and concurrency), then each of
+    # `config.capsules`; `concurrency` is their total and `queues` every capsule's, each once, as
+    # Sidekiq 7.3's Launcher#to_data. `version` names this gem, so a Sidekiq dashboard on a shared
+    # Redis tells our processes from its own.
     def info_json
       weights = capsule_weights
+      capsules = {Capsule::DEFAULT => {"concurrency" => @config.concurrency, "mode" => capsule_mode(weights), "weights" => weights}}
+      @config.capsules.each_value do |cap|
+        capsules[cap.name] = {"concurrency" => cap.concurrency, "mode" => cap.mode.to_s, "weights" => cap.weights}
+      end
       JSON.generate(
         "hostname" => hostname,
         "started_at" => Time.now.to_f,
         "pid" => ::Process.pid,
         "tag" => @config.tag.to_s,
-        "concurrency" => @config.concurrency,
-        "capsules" => {"default" => {"concurrency" => @config.concurrency, "mode" => capsule_mode(weights), "weights" => weights}},
-        "queues" => @config.queue_names,
-        "weights" => [weights],
+        "concurrency" => @config.total_concurrency,
+        "capsules" => capsules,
+        "queues" => (@config.queue_names + @config.capsules.values.flat_map(&:queues)).uniq,
+        "weights" => capsules.values.map { |c| c["weights"] },
         "labels" => Array(@config.labels),
         "identity" => @identity,
         "version" => "queue #{VERSION}",
@@ -168,6 +181,10 @@ module JobQueue
       elsif weights.values.all? { |w| w == 1 } then "random"
       else "weighted"
       end
+    end
+
+    def capsule_summary
+      @config.capsules.each_value.map { |cap| "; capsule #{cap.name}: #{cap.concurrency} thread#{"s" unless cap.concurrency == 1} on #{cap.queues.join(" ")} (#{cap.mode})" }.join
     end
 
     def queue_summary

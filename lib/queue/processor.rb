@@ -16,26 +16,30 @@ module JobQueue
     # (ours without the sidekiq gem, rails_integration/job_wrapper.rb).
     CLASS_ALIASES = {"Sidekiq::ActiveJob::Wrapper" => "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"}.freeze
 
-    attr_reader :thread
+    attr_reader :thread, :index, :capsule, :capsule_name
 
-    def initialize(launcher, server, config, index)
+    # `capsule`: the engine's index of this thread's capsule (0: the default one; JobQueue::Capsule).
+    def initialize(launcher, server, config, index, capsule: 0, capsule_name: Capsule::DEFAULT)
       @launcher = launcher
       @server = server
       @config = config
       @index = index
+      @capsule = capsule
+      @capsule_name = capsule_name
       @retry = JobRetry.new(config)
       @classes = {}
     end
 
     def start
       @thread = Thread.new { run }
-      @thread.name = "queue-processor-#{@index}"
+      @thread.name = @capsule.zero? ? "queue-processor-#{@index}" : "queue-#{@capsule_name}-#{@index}"
       self
     end
 
     def run
-      @fetcher = engine_call { @server.fetcher(tid) } until @fetcher || @launcher.quiet?
-      @ordered = @launcher.ordered&.thread_work(@index) # ordered workers (lib/queue/ordered/thread_work.rb)
+      @fetcher = engine_call { @capsule.zero? ? @server.fetcher(tid) : @server.fetcher_in(@capsule, tid) } until @fetcher || @launcher.quiet?
+      # Ordered workers (lib/queue/ordered/thread_work.rb) run on the default capsule's threads.
+      @ordered = @launcher.ordered&.thread_work(@index) if @capsule.zero?
       until @launcher.quiet?
         ran = @ordered && engine_call { @ordered.step }
         work = engine_call { @fetcher.next(wait(ran)) }

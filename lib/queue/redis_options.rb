@@ -19,7 +19,10 @@ module JobQueue
   class RedisOptions
     DEFAULT_URL = "redis://127.0.0.1:6379/0"
     SENTINEL_KEYS = %i[sentinels name role sentinel_password sentinel_username].freeze
-    KEYS = (%i[url password namespace host port db path ssl ssl_params size network_timeout pool_timeout] + SENTINEL_KEYS).freeze
+    # redis-client's names (Sidekiq 7's `config.redis`) for what JobQueue.redis's connections take.
+    CLIENT_TIMEOUT_KEYS = %i[timeout connect_timeout read_timeout write_timeout].freeze
+    KEYS = (%i[url password namespace host port db path ssl ssl_params size network_timeout pool_timeout reconnect_attempts] +
+      CLIENT_TIMEOUT_KEYS + SENTINEL_KEYS).freeze
     SENTINEL_ENTRY_KEYS = %i[host port username password].freeze
     # The TLS parameters the engine honours: verify_mode (VERIFY_NONE becomes the URL's #insecure) and
     # ca_file (the CA certificates it trusts instead of the system's).
@@ -61,6 +64,7 @@ module JobQueue
       client = {url: base_url}
       %i[host port db path password ssl ssl_params].each { |key| client[key] = @options[key] if @options.key?(key) }
       client[:timeout] = @options[:network_timeout] if @options.key?(:network_timeout)
+      (CLIENT_TIMEOUT_KEYS + [:reconnect_attempts]).each { |key| client[key] = @options[key] if @options.key?(key) }
       if sentinel?
         client[:host] = master_name
         client[:role] = :master
@@ -107,6 +111,10 @@ module JobQueue
     # One sentence per option the engine does not use (JobQueue.redis's connections still do).
     def ignored_by_engine
       ignored = []
+      (CLIENT_TIMEOUT_KEYS + [:reconnect_attempts]).select { |key| @options.key?(key) }.each do |key|
+        ignored << "redis option #{key}: applies to JobQueue.redis connections only; " \
+          "the engine dials with a 2 s timeout, waits up to 30 s for a reply and redials by itself"
+      end
       if @options.key?(:network_timeout)
         ignored << "redis option network_timeout: applies to JobQueue.redis connections only; " \
           "the engine dials with a 2 s timeout and waits up to 30 s for a reply"
@@ -136,6 +144,8 @@ module JobQueue
       check(:size) { |v| v.is_a?(Integer) && v.positive? }
       check(:network_timeout) { |v| v.is_a?(Numeric) && v.positive? }
       check(:pool_timeout) { |v| v.is_a?(Numeric) && v.positive? }
+      CLIENT_TIMEOUT_KEYS.each { |key| check(key) { |v| v.is_a?(Numeric) && v.positive? } }
+      check(:reconnect_attempts) { |v| v.is_a?(Integer) && v >= 0 }
     end
 
     def check(key)

@@ -77,6 +77,16 @@ RSpec.describe "config.redis options and JobQueue.redis" do
     expect(JobQueue.redis { |conn| conn.ping }).to eq("PONG")
   end
 
+  it "takes Sidekiq 7's redis-client option names: timeouts and reconnect_attempts reach JobQueue.redis, with a warning" do
+    JobQueue.config.redis = {url: TestRedis.url, timeout: 2, connect_timeout: 1.5, read_timeout: 3, write_timeout: 4, reconnect_attempts: 2}
+    options = JobQueue.redis { |conn| conn._client.options }
+    expect(options.values_at(:connect_timeout, :read_timeout, :write_timeout, :reconnect_attempts)).to eq([1.5, 3.0, 4.0, 2])
+    expect(log.string.scan(/WARN -- : redis option (\w+): applies to JobQueue.redis connections only/).flatten)
+      .to eq(%w[timeout connect_timeout read_timeout write_timeout reconnect_attempts])
+    expect { JobQueue.config.redis = {read_timeout: 0} }.to raise_error(ArgumentError, "invalid redis option read_timeout: 0")
+    expect(JobQueue.redis { |conn| conn.ping }).to eq("PONG")
+  end
+
   it "gives Sidekiq's default pool sizes: 5 in a client, concurrency + 5 in a server" do
     expect(JobQueue.redis_pool.size).to eq(5)
   end

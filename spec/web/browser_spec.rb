@@ -159,4 +159,50 @@ RSpec.describe "the dashboard in Chromium", type: :feature do
     expect(page).to have_content("browser_report")
     screenshot("dedup")
   end
+
+  it "shows per-class counts, times and the histogram of jobs a real server ran on the Metrics page" do
+    require_relative "../apps/sidekiq_metrics"
+    2.times { SkMetricsSleepWorker.perform_async(0.03) }
+    SkMetricsSleepWorker.perform_async(0.4)
+    SkMetricsFailingWorker.perform_async
+    server = ServerProcess.new(app: "sidekiq_metrics.rb", args: ["-c", "2", "-q", "sk_metrics"]).start
+    begin
+      wait_until("the four jobs to run") { redis.llen("ran:sk_metrics") == 4 }
+    ensure
+      expect(server.stop.exitstatus).to eq(0) # the stop flushes the counts
+    end
+
+    visit "/"
+    click_link "Metrics"
+    expect(page).to have_css("h2", text: "Jobs, last 1 h")
+    sleep_row = find(:xpath, "//table[@id='job-metrics']//tr[.//a[text()='SkMetricsSleepWorker']]")
+    cells = sleep_row.all("td").map(&:text)
+    expect(cells[1..2]).to eq(%w[3 0])
+    total = cells[3][/\A([\d.]+) (ms|s)\z/] && (cells[3].end_with?("ms") ? cells[3].to_f : cells[3].to_f * 1000)
+    expect(total).to be_between(460, 3000) # 30 + 30 + 400 ms at least
+    failing = find(:xpath, "//table[@id='job-metrics']//tr[.//a[text()='SkMetricsFailingWorker']]").all("td").map(&:text)
+    expect(failing[1..4]).to eq(["1", "1", "0 ms", "–"]) # counted, not timed
+    # The busiest class's histogram by default: three runs, none under 30 ms.
+    expect(page).to have_css("h2", text: "Run times of SkMetricsSleepWorker")
+    hist = all("#histogram tbody tr").to_h { |tr| tr.all("td").map(&:text) }
+    expect(hist.values.sum(&:to_i)).to eq(3)
+    expect(hist.keys).not_to include("< 20 ms", "< 30 ms")
+    screenshot("job-metrics")
+
+    click_link "8 h"
+    expect(page).to have_css("h2", text: "Jobs, last 8 h")
+    click_link "SkMetricsFailingWorker"
+    expect(page).to have_css("h2", text: "Run times of SkMetricsFailingWorker")
+    expect(page).to have_no_css("#histogram tbody tr")
+    expect(page).to have_current_path("/job-metrics?range=480&class=SkMetricsFailingWorker")
+  end
+
+  it "says how to turn the Metrics page on when config.sidekiq_metrics is false" do
+    JobQueue.config.sidekiq_metrics = false
+    visit "/job-metrics"
+    expect(page).to have_css("#metrics-off", text: "c.sidekiq_metrics = 7")
+  ensure
+    JobQueue.config.sidekiq_metrics = 7
+  end
+
 end

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::clock::{float_string, now_f64};
 use crate::error::Result;
-use crate::fetch::FetchShared;
+use crate::fetch::{Busy, FetchShared};
 use crate::link::connection::Conn;
 
 /// Sidekiq 6.x beats every 5 seconds.
@@ -27,18 +27,34 @@ pub async fn beat(
     shared: &FetchShared,
     info_json: &str,
 ) -> Result<Option<String>> {
+    beat_with(
+        conn,
+        &shared.identity,
+        &shared.busy(),
+        shared.is_quiet(),
+        info_json,
+    )
+    .await
+}
+
+/// One beat of process `identity` running `busy` (every capsule's jobs, `crate::capsules`).
+pub async fn beat_with(
+    conn: &mut Conn,
+    identity: &str,
+    busy: &[Busy],
+    quiet: bool,
+    info_json: &str,
+) -> Result<Option<String>> {
     let rtt_start = Instant::now();
     conn.cmd::<String>(&redis::cmd("PING")).await?;
     let rtt_us = rtt_start.elapsed().as_micros() as u64;
 
     let keys = conn.keys().clone();
-    let identity = &shared.identity;
-    let busy = shared.busy();
     let mut pipe = redis::pipe();
     pipe.atomic();
     for busy_key in [keys.workers(identity), keys.work(identity)] {
         pipe.cmd("UNLINK").arg(&busy_key).ignore();
-        for b in &busy {
+        for b in busy {
             let entry = json!({
                 "queue": b.queue,
                 "payload": String::from_utf8_lossy(&b.raw),
@@ -68,7 +84,7 @@ pub async fn beat(
         .arg("rtt_us")
         .arg(rtt_us)
         .arg("quiet")
-        .arg(if shared.is_quiet() { "true" } else { "false" })
+        .arg(if quiet { "true" } else { "false" })
         .arg("rss")
         .arg(rss_kb())
         .ignore();

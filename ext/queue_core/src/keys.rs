@@ -204,6 +204,15 @@ impl Keys {
         self.key("jq:cron:changes")
     }
 
+    /// HASH of an iterable job's progress (`ex`, `c`, `rt`, `cancelled`), Sidekiq 7.3's `it-<jid>`
+    /// (`crate::iterable`).
+    pub fn iteration(&self, jid: &str) -> String {
+        self.key(&format!("it-{jid}"))
+    }
+
+    // Sidekiq 7/8 Metrics page keys (`j|…` hashes, histograms) are named by
+    // `crate::metrics::sidekiq::count_keys` and `histogram_key`, under this prefix.
+
     /// STRING holding the identity of the process that currently runs the scheduler.
     pub fn scheduler_lock(&self) -> String {
         self.key("jq:scheduler:leader")

@@ -9,12 +9,13 @@
 //! Map: [`keys`] names every key; [`client`] pushes; [`dedup`] deduplicates pushes (GitLab's idempotent jobs); [`fetch`] takes and acknowledges work;
 //! [`retry`] decides what a failure becomes and [`settle`] files it; [`liveness`] finds dead processes
 //! and puts their work back; [`scheduler`] moves due jobs; [`heartbeat`] publishes the process;
-//! [`server`] runs all of it for one process, and [`supervisor`] reports it to systemd over [`notify`];
+//! [`server`] runs all of it for one process (its [`capsules`] each a group of threads), and [`supervisor`] reports it to systemd over [`notify`];
 //! [`api`] reads and administers (the inspection API); [`metrics`] counts and exposes Prometheus
-//! metrics; [`migrate`] renames a queue. How all of it reaches Redis (connections, dialling, waiting
+//! metrics; [`migrate`] renames a queue; [`iterable`] keeps iterable jobs' progress. How all of it reaches Redis (connections, dialling, waiting
 //! on replies) is the room [`link`].
 
 pub mod api;
+pub mod capsules;
 pub mod client;
 pub mod clock;
 pub mod cron;
@@ -23,6 +24,7 @@ pub mod error;
 pub mod fetch;
 pub mod gitlab_fetch;
 pub mod heartbeat;
+pub mod iterable;
 pub mod job;
 mod job_json;
 pub mod job_lines;

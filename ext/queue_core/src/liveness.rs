@@ -47,7 +47,16 @@ pub async fn register(conn: &mut Conn, identity: &str, lists: &[(String, String)
 /// One liveness beat of a running process: beats, re-registers its working lists, and puts back the
 /// jobs of every process that stopped beating.
 pub async fn beat_and_recover(conn: &mut Conn, shared: &FetchShared) -> Result<()> {
-    let dead = beat(conn, Some(&shared.identity), &shared.working_lists()).await?;
+    beat_and_recover_lists(conn, &shared.identity, &shared.working_lists()).await
+}
+
+/// [`beat_and_recover`] for process `identity` owning `lists` (every capsule's, `crate::capsules`).
+pub async fn beat_and_recover_lists(
+    conn: &mut Conn,
+    identity: &str,
+    lists: &[(String, String)],
+) -> Result<()> {
+    let dead = beat(conn, Some(identity), lists).await?;
     for identity in dead {
         let moved = recover(conn, &identity).await?;
         tracing::warn!(

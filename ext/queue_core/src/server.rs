@@ -5,8 +5,9 @@
 //! liveness beat, recovery and metrics flush (every 3 s), the scheduler (leading: awake when the next job is due and
 //! at least every 25 ms; standing by: every 2 s), the paused queues' refresh (every 250 ms, `pause.rs`),
 //! the recovery of dead gitlab-sidekiq-fetcher processes' jobs (every 3 s, `gitlab_fetch.rs`), and one
-//! idle waiter per queue. Processor threads get
-//! their work through [`Server::fetcher`], on their own connections.
+//! idle waiter per queue of each capsule. Processor threads get their work through
+//! [`Server::fetcher`] (the default capsule) or [`Server::fetcher_in`] (a capsule of
+//! `ServerConfig::capsules`, [`crate::capsules`]), on their own connections.
 //!
 //! Shutdown is explicit and ordered: [`Server::quiet`] stops handing out work; the processors finish
 //! and close their fetchers (writing acks, requeueing prefetched jobs); [`Server::stop`] then ends the
@@ -23,9 +24,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::capsules::{self, CapsuleConfig};
 use crate::cron::Crontab;
 use crate::error::{Error, Result};
-use crate::fetch::{calls, idle, FetchShared, Fetcher, QueueOrder};
+use crate::fetch::{calls, idle, FetchShared, Fetcher};
 use crate::link::connection::{Conn, Redis};
 use crate::supervisor::Supervisor;
 use crate::{gitlab_fetch, heartbeat, liveness, metrics, pause, scheduler};
@@ -52,10 +54,16 @@ pub struct ServerConfig {
     pub gitlab_fetch_scan: Option<Duration>,
     /// Also write the data of Sidekiq's own Metrics page, in this Sidekiq version's keys.
     pub sidekiq_metrics: Option<metrics::sidekiq::Version>,
+    /// Capsules besides the default one (`queues`, `strict` and `concurrency` above): each its own
+    /// threads and queues ([`crate::capsules`]). Empty for a server of one capsule.
+    pub capsules: Vec<CapsuleConfig>,
 }
 
 pub struct Server {
+    /// The default capsule (`capsules[0]`).
     shared: Arc<FetchShared>,
+    /// Every capsule, the default one first.
+    capsules: Arc<Vec<Arc<FetchShared>>>,
     rt: tokio::runtime::Runtime,
     stop_tx: watch::Sender<bool>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -84,15 +92,21 @@ impl Server {
                 "concurrency must be at least 1".to_owned(),
             ));
         }
-        let order = QueueOrder::new(config.queues.clone(), config.strict)?;
-        let shared = FetchShared::with_sidekiq_metrics(
-            redis.clone(),
+        let default = CapsuleConfig {
+            name: capsules::DEFAULT.to_owned(),
+            queues: config.queues.clone(),
+            strict: config.strict,
+            concurrency: config.concurrency,
+        };
+        let all = capsules::build(
+            &redis,
             &config.identity,
-            order,
-            config.concurrency,
+            default,
+            &config.capsules,
             config.max_batch,
             config.sidekiq_metrics,
-        );
+        )?;
+        let shared = all[0].clone();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("queue-engine")
@@ -100,15 +114,32 @@ impl Server {
             .build()
             .map_err(|e| Error::closed_by("cannot start the engine runtime", e))?;
 
-        let idle_lists = idle::working_lists(&shared);
-        shared.add_working_lists(&idle_lists);
+        let idle_lists: Vec<Vec<(String, String)>> =
+            all.iter().map(|c| idle::working_lists(c)).collect();
+        for (capsule, lists) in all.iter().zip(&idle_lists) {
+            capsule.add_working_lists(lists);
+        }
         rt.block_on(async {
             let mut conn = redis.conn();
-            liveness::register(&mut conn, &config.identity, &idle_lists).await?;
-            liveness::beat_and_recover(&mut conn, &shared).await?;
-            heartbeat::beat(&mut conn, &shared, &config.info_json).await?;
+            liveness::register(&mut conn, &config.identity, &idle_lists.concat()).await?;
+            liveness::beat_and_recover_lists(
+                &mut conn,
+                &config.identity,
+                &capsules::working_lists(&all),
+            )
+            .await?;
+            heartbeat::beat_with(
+                &mut conn,
+                &config.identity,
+                &capsules::busy(&all),
+                false,
+                &config.info_json,
+            )
+            .await?;
             // Before any idle waiter is armed, so none takes from a queue paused already.
-            pause::refresh(&mut conn, &shared).await?;
+            for capsule in &all {
+                pause::refresh(&mut conn, capsule).await?;
+            }
             Ok::<_, Error>(())
         })?;
 
@@ -118,14 +149,17 @@ impl Server {
         let mut tasks = Vec::new();
         tasks.push(rt.spawn(beat_loop(
             redis.conn(),
-            shared.clone(),
+            all.to_vec(),
             config.info_json.clone(),
             signals.clone(),
             supervisor.clone(),
             stop_rx.clone(),
         )));
-        tasks.push(rt.spawn(pause::watch(redis.conn(), shared.clone(), stop_rx.clone())));
-        tasks.extend(supervisor.spawn(&rt, shared.clone(), stop_rx.clone()));
+        for capsule in &all {
+            tasks.push(rt.spawn(pause::watch(redis.conn(), capsule.clone(), stop_rx.clone())));
+        }
+        let all = Arc::new(all);
+        tasks.extend(supervisor.spawn(&rt, all.clone(), stop_rx.clone()));
         if config.scheduler {
             tasks.push(rt.spawn(scheduler_loop(
                 redis.conn(),
@@ -140,11 +174,14 @@ impl Server {
                 stop_rx.clone(),
             )));
         }
-        for (index, (working, _)) in idle_lists.into_iter().enumerate() {
-            tasks.push(rt.spawn(idle::run(shared.clone(), index, working)));
+        for (capsule, lists) in all.iter().zip(idle_lists) {
+            for (index, (working, _)) in lists.into_iter().enumerate() {
+                tasks.push(rt.spawn(idle::run(capsule.clone(), index, working)));
+            }
         }
         Ok(Server {
             shared,
+            capsules: all,
             rt,
             stop_tx,
             tasks: Mutex::new(tasks),
@@ -160,11 +197,16 @@ impl Server {
 
     /// This process's queues that it sees paused (as of its last read of the paused set).
     pub fn paused(&self) -> Vec<String> {
-        let order = &self.shared.order;
-        (0..order.len())
-            .filter(|&i| self.shared.paused.is_paused(i))
-            .map(|i| order.name(i).to_owned())
-            .collect()
+        let mut names: Vec<String> = Vec::new();
+        for capsule in self.capsules.iter() {
+            let order = &capsule.order;
+            for i in (0..order.len()).filter(|&i| capsule.paused.is_paused(i)) {
+                if !names.iter().any(|n| n == order.name(i)) {
+                    names.push(order.name(i).to_owned());
+                }
+            }
+        }
+        names
     }
 
     fn check_pid(&self) -> Result<()> {
@@ -176,31 +218,49 @@ impl Server {
         Ok(())
     }
 
-    /// A fetcher for one processor thread. The `concurrency`-th makes the process ready for a
-    /// service manager.
+    /// A fetcher for one processor thread of the default capsule. The `concurrency`-th makes the
+    /// process ready for a service manager.
     pub fn fetcher(&self, tid: &str) -> Result<Fetcher> {
+        self.fetcher_in(0, tid)
+    }
+
+    /// A fetcher for one processor thread of capsule `capsule` (0: the default one, then
+    /// `ServerConfig::capsules` in order).
+    pub fn fetcher_in(&self, capsule: usize, tid: &str) -> Result<Fetcher> {
         self.check_pid()?;
-        let fetcher = Fetcher::new(self.shared.clone(), tid)?;
-        self.supervisor.fetcher_started(&self.shared);
+        let shared = self.capsules.get(capsule).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "no capsule {capsule} (this server has {})",
+                self.capsules.len()
+            ))
+        })?;
+        let fetcher = Fetcher::new(shared.clone(), tid)?;
+        self.supervisor.fetcher_started(&self.capsules);
         Ok(fetcher)
+    }
+
+    fn quiet_all(&self) {
+        for capsule in self.capsules.iter() {
+            capsule.quiet();
+        }
     }
 
     /// Stop handing out work (TSTP). Running jobs go on.
     pub fn quiet(&self) {
-        self.shared.quiet();
-        self.supervisor.quiet(&self.shared);
+        self.quiet_all();
+        self.supervisor.quiet(&self.capsules);
     }
 
     /// A stop begins (TERM/INT): quiet, and tell a service manager (`STOPPING=1`) before the
     /// processors are given the shutdown timeout. [`Server::stop`] ends it.
     pub fn stopping(&self) {
-        self.shared.quiet();
-        self.supervisor.stopping(&self.shared);
+        self.quiet_all();
+        self.supervisor.stopping(&self.capsules);
     }
 
-    /// How many processor threads are running a job now (for the process title).
+    /// How many processor threads (of every capsule) are running a job now (for the process title).
     pub fn busy_count(&self) -> usize {
-        self.shared.busy_count()
+        capsules::busy_count(&self.capsules)
     }
 
     /// Signals (`TSTP`, `TERM`, `TTIN`) sent through the dashboard since the last call.
@@ -214,22 +274,25 @@ impl Server {
     /// more than a tidy process list); the error names each step that failed.
     pub fn stop(&self) -> Result<usize> {
         self.check_pid()?;
-        self.shared.quiet();
+        self.quiet_all();
         let _ = self.stop_tx.send(true);
         let tasks: Vec<_> = fetch_lock(&self.tasks).drain(..).collect();
         let shared = self.shared.clone();
+        let all = self.capsules.clone();
         self.rt.block_on(async move {
             let mut conn = shared.redis.conn();
-            end_tasks(&mut conn, &shared, tasks).await;
+            end_tasks(&mut conn, &all, tasks).await;
             let mut failed = Vec::new();
-            // The processors have finished: whatever they counted since the last beat goes now.
-            if let Err(e) = metrics::flush::flush(&mut conn, &shared.metrics).await {
-                failed.push(("flush the metrics counts", e));
-            }
             let mut moved = 0;
-            match calls::requeue(&mut conn, &shared.take_handoff()).await {
-                Ok(n) => moved += n,
-                Err(e) => failed.push(("put back handed-off jobs", e)),
+            for capsule in all.iter() {
+                // The processors have finished: whatever they counted since the last beat goes now.
+                if let Err(e) = metrics::flush::flush(&mut conn, &capsule.metrics).await {
+                    failed.push(("flush the metrics counts", e));
+                }
+                match calls::requeue(&mut conn, &capsule.take_handoff()).await {
+                    Ok(n) => moved += n,
+                    Err(e) => failed.push(("put back handed-off jobs", e)),
+                }
             }
             match liveness::recover(&mut conn, &shared.identity).await {
                 Ok(n) => moved += n,
@@ -252,11 +315,11 @@ impl Server {
 
 /// Waits for the background tasks to end. Idle waiters end their `BLMOVE` first (a blocked command is
 /// never dropped mid-flight); `CLIENT UNBLOCK` makes that immediate instead of waiting out its timeout.
-async fn end_tasks(conn: &mut Conn, shared: &FetchShared, tasks: Vec<JoinHandle<()>>) {
+async fn end_tasks(conn: &mut Conn, all: &[Arc<FetchShared>], tasks: Vec<JoinHandle<()>>) {
     let give_up = tokio::time::Instant::now() + idle::BLOCK_FOR * 3;
     for mut task in tasks {
         loop {
-            for id in shared.blocked_clients() {
+            for id in capsules::blocked_clients(all) {
                 let unblock = redis::cmd("CLIENT")
                     .arg("UNBLOCK")
                     .arg(id)
@@ -278,7 +341,7 @@ fn fetch_lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 async fn beat_loop(
     mut conn: Conn,
-    shared: Arc<FetchShared>,
+    all: Vec<Arc<FetchShared>>,
     info_json: String,
     signals: Arc<Mutex<VecDeque<String>>>,
     supervisor: Arc<Supervisor>,
@@ -292,15 +355,26 @@ async fn beat_loop(
         tokio::select! {
             _ = stop.changed() => return,
             _ = live.tick() => {
-                if let Err(e) = liveness::beat_and_recover(&mut conn, &shared).await {
+                let identity = &all[0].identity;
+                let lists = capsules::working_lists(&all);
+                if let Err(e) = liveness::beat_and_recover_lists(&mut conn, identity, &lists).await {
                     tracing::warn!(error = %e, "liveness beat failed");
                 }
-                if let Err(e) = metrics::flush::flush(&mut conn, &shared.metrics).await {
-                    tracing::warn!(error = %e, "metrics flush failed; kept for the next beat");
+                for capsule in &all {
+                    if let Err(e) = metrics::flush::flush(&mut conn, &capsule.metrics).await {
+                        tracing::warn!(error = %e, "metrics flush failed; kept for the next beat");
+                    }
                 }
             }
             _ = sidekiq.tick() => {
-                let beat = heartbeat::beat(&mut conn, &shared, &info_json).await;
+                let beat = heartbeat::beat_with(
+                    &mut conn,
+                    &all[0].identity,
+                    &capsules::busy(&all),
+                    all[0].is_quiet(),
+                    &info_json,
+                )
+                .await;
                 supervisor.beat_result(&beat);
                 match beat {
                     Ok(Some(signal)) => fetch_lock(&signals).push_back(signal),

@@ -3,8 +3,8 @@
 //!
 //! - `READY=1` once every processor thread holds its fetcher: the process is registered, its first
 //!   heartbeat is written, the idle waiters and scheduler run (all done in [`crate::server::Server::start`]),
-//!   and the `concurrency`-th fetcher has registered its working lists — the moment it can take work
-//!   on every thread. A replacement fetcher (a processor thread that died) does not send it again.
+//!   and the last fetcher of every capsule's threads (the total concurrency, [`crate::capsules`])
+//!   has registered its working lists — the moment it can take work on every thread. A replacement fetcher (a processor thread that died) does not send it again.
 //! - `STATUS=` lines: `starting`, `processing: 3 of 10 threads busy`, `quiet (taking no new jobs): …`,
 //!   `stopping: waiting for 3 of 10 threads`, with the last heartbeat's Redis error appended while
 //!   beats fail. Sent at once on each change of phase and at most once a second as the count moves.
@@ -23,6 +23,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::capsules;
 use crate::fetch::FetchShared;
 use crate::notify::{self, Notifier, NotifyError};
 
@@ -80,7 +81,7 @@ impl Supervisor {
     pub fn spawn(
         self: &Arc<Self>,
         rt: &tokio::runtime::Runtime,
-        shared: Arc<FetchShared>,
+        shared: Arc<Vec<Arc<FetchShared>>>,
         stop: watch::Receiver<bool>,
     ) -> Option<JoinHandle<()>> {
         if self.is_inert() {
@@ -95,13 +96,14 @@ impl Supervisor {
         Some(rt.spawn(self.clone().run(shared, stop)))
     }
 
-    /// A processor thread got its fetcher; the last one of `concurrency` makes the process ready.
-    pub fn fetcher_started(&self, shared: &FetchShared) {
+    /// A processor thread got its fetcher; the last one of every capsule's threads makes the
+    /// process ready.
+    pub fn fetcher_started(&self, shared: &[Arc<FetchShared>]) {
         if self.is_inert() {
             return;
         }
         let started = self.fetchers.fetch_add(1, Ordering::SeqCst) + 1;
-        if started >= shared.concurrency
+        if started >= threads(shared)
             && self
                 .phase
                 .compare_exchange(STARTING, RUNNING, Ordering::SeqCst, Ordering::SeqCst)
@@ -113,12 +115,12 @@ impl Supervisor {
     }
 
     /// The process went quiet (TSTP): say so now.
-    pub fn quiet(&self, shared: &FetchShared) {
+    pub fn quiet(&self, shared: &[Arc<FetchShared>]) {
         self.update_status(shared);
     }
 
     /// A stop began: `STOPPING=1`, then the status.
-    pub fn stopping(&self, shared: &FetchShared) {
+    pub fn stopping(&self, shared: &[Arc<FetchShared>]) {
         if self.is_inert() || self.phase.swap(STOPPING, Ordering::SeqCst) == STOPPING {
             return;
         }
@@ -135,16 +137,16 @@ impl Supervisor {
     }
 
     /// The status line for now.
-    pub fn status_text(&self, shared: &FetchShared) -> String {
-        let busy = shared.busy_count();
-        let threads = shared.concurrency;
+    pub fn status_text(&self, shared: &[Arc<FetchShared>]) -> String {
+        let busy = capsules::busy_count(shared);
+        let threads = threads(shared);
         let mut text = match self.phase.load(Ordering::SeqCst) {
             STARTING => format!(
                 "starting: {} of {threads} threads ready",
                 self.fetchers.load(Ordering::SeqCst).min(threads)
             ),
             STOPPING => format!("stopping: waiting for {busy} of {threads} threads"),
-            _ if shared.is_quiet() => {
+            _ if shared.iter().all(|c| c.is_quiet()) => {
                 format!("quiet (taking no new jobs): {busy} of {threads} threads busy")
             }
             _ => format!("processing: {busy} of {threads} threads busy"),
@@ -157,7 +159,7 @@ impl Supervisor {
     }
 
     /// Sends the status line if it changed since the last one sent.
-    fn update_status(&self, shared: &FetchShared) {
+    fn update_status(&self, shared: &[Arc<FetchShared>]) {
         let Some(notifier) = &self.notifier else {
             return;
         };
@@ -172,7 +174,11 @@ impl Supervisor {
         self.report(Some(notifier.status(&text)));
     }
 
-    async fn run(self: Arc<Self>, shared: Arc<FetchShared>, mut stop: watch::Receiver<bool>) {
+    async fn run(
+        self: Arc<Self>,
+        shared: Arc<Vec<Arc<FetchShared>>>,
+        mut stop: watch::Receiver<bool>,
+    ) {
         let mut status = tokio::time::interval(STATUS_EVERY);
         let mut ping = self.watchdog.map(tokio::time::interval);
         loop {
@@ -202,6 +208,11 @@ impl Supervisor {
             _ => {}
         }
     }
+}
+
+/// Processor threads of every capsule.
+fn threads(shared: &[Arc<FetchShared>]) -> usize {
+    shared.iter().map(|c| c.concurrency).sum()
 }
 
 /// The next tick of `interval`; never, without one.

@@ -156,6 +156,45 @@ fn a_server_reports_ready_status_watchdog_and_stopping() {
 }
 
 #[test]
+fn with_capsules_ready_waits_for_every_capsules_threads() {
+    let t = TestRedis::start();
+    let manager = Manager::bind();
+    let notifier = Notifier::connect(&manager.address()).expect("connect");
+    let supervisor = Supervisor::new(Some(notifier), Some(Duration::from_millis(20)));
+    let config = queue_core::server::ServerConfig {
+        capsules: vec![queue_core::capsules::CapsuleConfig {
+            name: "single".to_owned(),
+            queues: vec![("single".to_owned(), 1)],
+            strict: true,
+            concurrency: 1,
+        }],
+        ..server_config("host:3:capsulenotif", &[("default", 1)])
+    };
+    let server = Server::start_supervised(t.redis(), config, supervisor).expect("server starts");
+    let mut fetchers = vec![
+        server.fetcher("t1").expect("fetcher"),
+        server.fetcher("t2").expect("fetcher"),
+    ];
+    // The default capsule's two threads are not all of them: no READY yet.
+    let (_, before) = manager.await_message("WATCHDOG=1", |m| m == "WATCHDOG=1");
+    let (_, between) = manager.await_message("WATCHDOG=1", |m| m == "WATCHDOG=1");
+    assert!(
+        !before.iter().chain(&between).any(|m| m == "READY=1"),
+        "{before:?} {between:?}"
+    );
+    fetchers.push(server.fetcher_in(1, "s1").expect("fetcher"));
+    manager.await_message("READY=1", |m| m == "READY=1");
+    manager.await_message("processing status", |m| {
+        m == "STATUS=processing: 0 of 3 threads busy"
+    });
+    server.stopping();
+    for mut f in fetchers {
+        f.close().expect("close");
+    }
+    server.stop().expect("stop");
+}
+
+#[test]
 fn an_inert_supervisor_spawns_nothing_and_sends_nothing() {
     let t = TestRedis::start();
     let supervisor = Supervisor::new(None, Some(Duration::from_millis(20)));

@@ -7,9 +7,9 @@ module JobQueue
     # The `it-<jid>` hash in which Sidekiq 7.3 keeps an iterable job's progress, field for field:
     # "ex" (how many runs began), "c" (the cursor, as JSON), "rt" (seconds spent iterating, a Float)
     # and "cancelled" (the epoch second `cancel!` was first called). It lives 30 days from its last
-    # write, as long as a job may wait through its retries. Read and written through JobQueue.redis
-    # (the redis gem's connections, namespaced as Sidekiq's are), so a job interrupted under one server
-    # resumes under the other.
+    # write, as long as a job may wait through its retries. Read and written by the engine
+    # (`Engine#iteration_*`, ext/queue_core/src/iterable), under `config.namespace`, so a job
+    # interrupted under one server resumes under the other. This module formats and parses the values.
     module State
       TTL = 30 * 24 * 60 * 60
 
@@ -27,47 +27,35 @@ module JobQueue
       # The saved progress, or nil when the job has none (its first run, or a hash holding only
       # "cancelled").
       def load(jid)
-        fields = JobQueue.redis { |conn| conn.hgetall(key(jid)) }
-        return nil unless fields.key?("c") || fields.key?("ex")
-
-        Progress.new(fields["ex"].to_i, parse_cursor(jid, fields["c"]), fields["rt"].to_f)
+        key(jid)
+        fields = JobQueue.engine.iteration_load(jid.to_s) or return nil
+        ex, cursor, runtime = fields
+        Progress.new(ex.to_i, parse_cursor(jid, cursor), runtime.to_f)
       end
 
       # Writes the progress, renews the TTL, and returns the "cancelled" field (nil unless cancelled),
       # in one MULTI as Sidekiq does.
       def save(jid, progress)
-        name = key(jid)
-        fields = {"ex" => progress.executions, "c" => JSON.generate(progress.cursor), "rt" => progress.runtime}
-        replies = JobQueue.redis do |conn|
-          conn.multi do |tx|
-            tx.hset(name, fields)
-            tx.expire(name, TTL)
-            tx.hget(name, "cancelled")
-          end
-        end
-        replies.last
+        key(jid)
+        JobQueue.engine.iteration_save(jid.to_s, progress.executions.to_i.to_s, JSON.generate(progress.cursor),
+          progress.runtime.to_f.to_s)
       end
 
       # Marks the job cancelled (the first time only) and returns the epoch second it was.
       def cancel!(jid)
-        name = key(jid)
-        replies = JobQueue.redis do |conn|
-          conn.pipelined do |pipe|
-            pipe.hsetnx(name, "cancelled", Time.now.to_i)
-            pipe.hget(name, "cancelled")
-            pipe.expire(name, TTL)
-          end
-        end
-        replies[1].to_i
+        key(jid)
+        JobQueue.engine.iteration_cancel(jid.to_s, Time.now.to_i)
       end
 
       # The "cancelled" field: nil, or the epoch second as a String.
       def cancelled(jid)
-        JobQueue.redis { |conn| conn.hget(key(jid), "cancelled") }
+        key(jid)
+        JobQueue.engine.iteration_cancelled(jid.to_s)
       end
 
       def delete(jid)
-        JobQueue.redis { |conn| conn.unlink(key(jid)) }
+        key(jid)
+        JobQueue.engine.iteration_delete(jid.to_s)
       end
 
       def parse_cursor(jid, raw)

@@ -151,6 +151,17 @@ module JobQueue
       end
 
       # Releases a key if job `jid` still holds it. Whether it did.
+      # {classes: [[class, processed, failed, ms], …] busiest first, class:, histogram:} over the last
+      # `minutes`, from the Sidekiq 7/8 Metrics keys of `version`; the histogram is that of `klass`,
+      # or of the busiest class when none is named.
+      def job_metrics(version, minutes, klass)
+        classes, histogram = JobQueue.engine.sidekiq_metrics_query(version, minutes, klass)
+        classes = classes.sort_by { |name, processed, *| [-processed, name] }
+        klass ||= classes.first&.first
+        histogram ||= JobQueue.engine.sidekiq_metrics_query(version, minutes, klass).last if klass
+        {classes: classes, class: klass, histogram: histogram}
+      end
+
       def dedup_release(key, jid) = JobQueue::IdempotencyKeys.release(key, jid: jid)
     end
   end

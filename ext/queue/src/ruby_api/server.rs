@@ -27,6 +27,14 @@ impl Server {
         Ok(Fetcher::new(fetcher))
     }
 
+    /// `fetcher_in(capsule, tid)`: a fetcher for a thread of capsule `capsule` (0: the default one,
+    /// then the `capsules` option of `start_server` in order).
+    fn fetcher_in(&self, capsule: usize, tid: String) -> Result<Fetcher, Error> {
+        let inner = &self.inner;
+        let fetcher = blocking(move || inner.fetcher_in(capsule, &tid))?;
+        Ok(Fetcher::new(fetcher))
+    }
+
     /// Stop handing out work; parked processor threads return nil at once.
     fn quiet(&self) {
         self.inner.quiet();
@@ -59,6 +67,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.undef_default_alloc_func();
     class.define_method("identity", magnus::method!(Server::identity, 0))?;
     class.define_method("fetcher", magnus::method!(Server::fetcher, 1))?;
+    class.define_method("fetcher_in", magnus::method!(Server::fetcher_in, 2))?;
     class.define_method("quiet", magnus::method!(Server::quiet, 0))?;
     class.define_method("stopping", magnus::method!(Server::stopping, 0))?;
     class.define_method("stop", magnus::method!(Server::stop, 0))?;

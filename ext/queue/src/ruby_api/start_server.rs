@@ -5,10 +5,14 @@
 //! per field of `ServerConfig` that Ruby sets (`JobQueue::Launcher#server_options`); a new server
 //! setting is a new key here and there, never a new positional argument. An unknown key raises
 //! ArgumentError, so a misspelt one in Ruby fails at once instead of being ignored.
+//!
+//! `capsules` (optional) lists the capsules besides the default one (`queues`, `strict`,
+//! `concurrency`): `[[name, [[queue, weight], ...], strict, concurrency], ...]`.
 
 use std::time::Duration;
 
 use magnus::{prelude::*, r_hash::ForEach, Error, RHash, Ruby, Symbol, TryConvert, Value};
+use queue_core::capsules::CapsuleConfig;
 use queue_core::metrics::sidekiq::Version;
 use queue_core::server::{self, ServerConfig};
 use queue_core::supervisor::Supervisor;
@@ -27,6 +31,7 @@ const KEYS: &[&str] = &[
     "supervised",
     "gitlab_fetch_scan",
     "sidekiq_metrics",
+    "capsules",
 ];
 
 /// `options` read once, each key converted where it is taken.
@@ -79,6 +84,16 @@ impl Engine {
         // `supervised`: report to the service manager named by `NOTIFY_SOCKET`; false for a server
         // embedded in another program (Puma), which owns that socket.
         let supervised = options.get("supervised", true)?;
+        let capsules = options
+            .get::<Vec<(String, Vec<(String, u32)>, bool, usize)>>("capsules", Vec::new())?
+            .into_iter()
+            .map(|(name, queues, strict, concurrency)| CapsuleConfig {
+                name,
+                queues,
+                strict,
+                concurrency,
+            })
+            .collect();
         let config = ServerConfig {
             identity,
             queues,
@@ -91,6 +106,7 @@ impl Engine {
                 .get::<Option<u64>>("gitlab_fetch_scan", None)?
                 .map(Duration::from_secs),
             sidekiq_metrics,
+            capsules,
         };
         let redis = rb_self.redis.clone();
         let server = blocking(move || {

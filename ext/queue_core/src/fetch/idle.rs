@@ -25,13 +25,18 @@ pub const BLOCK_FOR: Duration = Duration::from_secs(2);
 /// The slot name of the idle waiters' working lists.
 pub const SLOT: &str = "idle";
 
-/// Working lists (key, queue) of the idle waiters, one per queue.
+/// Working lists (key, queue) of the idle waiters, one per queue, in the capsule's idle slot.
 pub fn working_lists(shared: &FetchShared) -> Vec<(String, String)> {
     let keys = shared.redis.keys();
     shared
         .order
         .names()
-        .map(|q| (keys.working(q, &shared.identity, SLOT), q.to_owned()))
+        .map(|q| {
+            (
+                keys.working(q, &shared.identity, &shared.idle_slot),
+                q.to_owned(),
+            )
+        })
         .collect()
 }
 

@@ -31,6 +31,8 @@ pub struct FetchShared {
     pub order: QueueOrder,
     pub concurrency: usize,
     pub max_batch: usize,
+    /// The slot of this capsule's idle waiters' working lists (`idle`, or `idle-<capsule>`).
+    pub idle_slot: String,
     /// What the fetchers counted for Prometheus, flushed with the liveness beat.
     pub metrics: Metrics,
     /// Which of the process's queues are paused (`pause.rs`), by queue index.
@@ -83,6 +85,28 @@ impl FetchShared {
         max_batch: usize,
         sidekiq_metrics: Option<SidekiqVersion>,
     ) -> Arc<FetchShared> {
+        FetchShared::for_capsule(
+            redis,
+            identity,
+            order,
+            concurrency,
+            max_batch,
+            sidekiq_metrics,
+            super::idle::SLOT.to_owned(),
+        )
+    }
+
+    /// One capsule of a process (`crate::capsules`): [`FetchShared::with_sidekiq_metrics`] whose idle
+    /// waiters use working lists of slot `idle_slot`.
+    pub fn for_capsule(
+        redis: Redis,
+        identity: &str,
+        order: QueueOrder,
+        concurrency: usize,
+        max_batch: usize,
+        sidekiq_metrics: Option<SidekiqVersion>,
+        idle_slot: String,
+    ) -> Arc<FetchShared> {
         let metrics =
             Metrics::with_sidekiq(order.names().map(str::to_owned).collect(), sidekiq_metrics);
         Arc::new(FetchShared {
@@ -93,6 +117,7 @@ impl FetchShared {
             order,
             concurrency: concurrency.max(1),
             max_batch: max_batch.max(1),
+            idle_slot,
             quiet: AtomicBool::new(false),
             handoff: Mutex::new(VecDeque::new()),
             work_ready: Condvar::new(),

@@ -14,13 +14,15 @@
 //! - [`encode`]: the snapshot encoded by the `prometheus-client` crate (OpenMetrics text).
 //!
 //! [`field`] names the hash's fields. [`sidekiq`] adds to the same flush the per-minute keys behind
-//! Sidekiq 7/8's own Metrics page (`config.sidekiq_metrics`).
+//! Sidekiq 7/8's own Metrics page (`config.sidekiq_metrics`); [`sidekiq_query`] reads them back for
+//! our dashboard's Metrics page.
 
 pub mod encode;
 pub mod field;
 pub mod flush;
 pub mod scrape;
 pub mod sidekiq;
+pub mod sidekiq_query;
 pub mod tally;
 
 pub use encode::{encode, CONTENT_TYPE};

@@ -165,6 +165,7 @@ pub fn server_config(identity: &str, queues: &[(&str, u32)]) -> ServerConfig {
         scheduler: false,
         gitlab_fetch_scan: None,
         sidekiq_metrics: None,
+        capsules: Vec::new(),
     }
 }
 

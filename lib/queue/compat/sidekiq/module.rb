@@ -83,6 +83,30 @@ module Sidekiq
       JobQueue.config.redis = settings
     end
 
+    # Sidekiq 7's configuration object: `Sidekiq.default_configuration.capsule(...)`, `.redis = `,
+    # `[:key]`, ... answer as this module does (it is the shim's configuration).
+    def default_configuration = self
+
+    # Sidekiq 7's capsules (JobQueue::Configuration#capsule): `config.capsule("x") { |c| ... }`.
+    def capsule(name, &block) = JobQueue.config.capsule(name, &block)
+
+    def capsules = JobQueue.config.capsules
+
+    def total_concurrency = JobQueue.config.total_concurrency
+
+    # Sidekiq 7's `config.concurrency =` and `config.queues =` (the default capsule's).
+    def concurrency = JobQueue.config.concurrency
+
+    def concurrency=(n)
+      JobQueue.config.concurrency = n
+    end
+
+    def queues = JobQueue.config.queue_names
+
+    def queues=(list)
+      JobQueue.config.queues = list
+    end
+
     def redis(&block)
       raise ArgumentError, "requires a block" unless block
 
