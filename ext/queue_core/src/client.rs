@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::link::blocking::SyncConn;
 use crate::link::connection::Conn;
+use crate::link::wait_replicas;
 
 /// The commands of an immediate push: the queue name into `queues`, the jobs onto its list (in the
 /// order given, so the first runs first). One round trip on either kind of connection.
@@ -44,7 +45,7 @@ pub fn push_sync(conn: &mut SyncConn, queue: &str, jobs: &[Vec<u8>]) -> Result<(
     if jobs.is_empty() {
         return Ok(());
     }
-    conn.pipe(&pipe)
+    wait_replicas::pipe_sync(conn, pipe)
 }
 
 /// Adds serialized jobs to the `schedule` set, on a caller's synchronous connection.
@@ -53,7 +54,10 @@ pub fn schedule_sync(conn: &mut SyncConn, jobs: &[(f64, Vec<u8>)]) -> Result<()>
     if jobs.is_empty() {
         return Ok(());
     }
-    conn.cmd::<i64>(&cmd).map(|_| ())
+    match conn.wait_replicas() {
+        None => conn.cmd::<i64>(&cmd).map(|_| ()),
+        Some(wait) => wait.pipe_sync(conn, ignored(cmd)),
+    }
 }
 
 /// Pushes serialized jobs onto one queue.
@@ -62,7 +66,10 @@ pub async fn push(conn: &mut Conn, queue: &str, jobs: &[Vec<u8>]) -> Result<()> 
     if jobs.is_empty() {
         return Ok(());
     }
-    conn.pipe(&pipe).await
+    match conn.redis().wait_replicas() {
+        None => conn.pipe(&pipe).await,
+        Some(wait) => wait.pipe(conn, pipe).await,
+    }
 }
 
 /// Adds serialized jobs to the `schedule` set.
@@ -71,7 +78,17 @@ pub async fn schedule(conn: &mut Conn, jobs: &[(f64, Vec<u8>)]) -> Result<()> {
     if jobs.is_empty() {
         return Ok(());
     }
-    conn.cmd::<i64>(&cmd).await.map(|_| ())
+    match conn.redis().wait_replicas() {
+        None => conn.cmd::<i64>(&cmd).await.map(|_| ()),
+        Some(wait) => wait.pipe(conn, ignored(cmd)).await,
+    }
+}
+
+/// One command as a pipeline whose reply is ignored (for `WAIT` to follow it).
+fn ignored(cmd: redis::Cmd) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.add_command(cmd).ignore();
+    pipe
 }
 
 /// Sidekiq requires a non-empty queue name; we also refuse characters that would make the key
