@@ -180,8 +180,8 @@ module JobQueue
         return
       end
       check(:name) { |v| (v.is_a?(String) || v.is_a?(Symbol)) && !v.to_s.empty? }
-      check(:sentinel_password) { |v| v.is_a?(String) }
-      check(:sentinel_username) { |v| v.is_a?(String) && !v.empty? }
+      check(:sentinel_password) { |v| v.nil? || v.is_a?(String) } # nil: none (ENV["SENTINEL_PASSWORD"] unset)
+      check(:sentinel_username) { |v| v.nil? || (v.is_a?(String) && !v.empty?) }
       validate_role!
       if @options.key?(:path) || base_url.match?(/\A(redis\+)?unix:/)
         raise ArgumentError, "redis option sentinels: needs a redis:// or rediss:// URL whose host names the master (redis://mymaster/0), not a unix socket"

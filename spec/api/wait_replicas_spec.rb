@@ -1,7 +1,9 @@
 # frozen_string_literal: true
 
 require "tmpdir"
+require "yaml"
 require "queue/rails_integration/config_file"
+require_relative "../support/readme"
 
 # `config.redis[:wait_replicas]` (issue #22 point 1): every push waits for that many replicas (Redis's
 # WAIT); fewer within `wait_timeout:` raises JobQueue::ReplicationError and nothing is pushed again.
@@ -48,6 +50,24 @@ RSpec.describe "wait_replicas" do
       JobQueue::RailsIntegration::ConfigFile.apply(path, "production", config)
     end
     expect(config.redis_options.engine_wait).to eq([1, 300])
+  end
+
+  it "takes README's Redis Sentinel example, in Ruby and in config/queue.yml, as the same settings" do
+    ruby, = Readme.blocks("### Redis Sentinel", count: 1)
+    yaml, = Readme.blocks("### Redis Sentinel", lang: "yaml", count: 1)
+    config = JobQueue::Configuration.new
+    ruby.run(binding)
+    expect(config.redis_options.engine_wait).to eq([1, 1000])
+    expect(config.redis_options.engine_sentinel).to eq(["mymaster", [["10.0.0.1", 26_379], ["10.0.0.2", 26_379], ["10.0.0.3", 26_379]], nil, nil])
+
+    from_file = JobQueue::Configuration.new
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, "queue.yml")
+      File.write(path, yaml.code.lines.reject { |l| l.start_with?("#") }.join)
+      JobQueue::RailsIntegration::ConfigFile.apply(path, "production", from_file)
+    end
+    expect(from_file.redis_options.engine_wait).to eq([1, 1000])
+    expect(from_file.redis_options.engine_sentinel).to eq(["mymaster", [["10.0.0.1", 26_379], ["10.0.0.2", 26_379]], nil, nil])
   end
 
   it "raises JobQueue::ReplicationError from every push no replica confirms, and pushes once" do
