@@ -21,7 +21,7 @@ class FailoverJob
   include JobQueue::Worker
 
   def perform(seq)
-    sleep 0.003 # a job of a few ms
+    sleep Float(ENV.fetch("FAILOVER_JOB_MS", "3")) / 1000 # a job of a few ms (longer: a server behind)
     File.open(ENV.fetch("RUNS"), "a") { |f| f.write("#{seq} #{jid} #{Time.now.to_f} #{Process.pid}\n") }
   end
 end

@@ -5,7 +5,8 @@
 //! `queues`; a future job is `ZADD`ed to `schedule` scored by its run-at time. Each call is one round
 //! trip however many jobs it carries. The commands are built once here and sent either on an async
 //! [`Conn`] or on a [`SyncConn`]: [`push_sync`] and [`schedule_sync`] are exactly what the Ruby
-//! client's `perform_async` and `perform_in` run, on the calling thread's connection.
+//! client's `perform_async` and `perform_in` run, on the calling thread's connection. With
+//! `wait_replicas` configured, each push also waits for replicas ([`crate::link::wait_replicas`]).
 
 use crate::clock::float_string;
 use crate::error::{Error, Result};
