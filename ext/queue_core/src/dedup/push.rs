@@ -278,7 +278,9 @@ pub fn push_sync(
     }
     if let [entry] = entries.as_slice() {
         if let Some(inv) = one_invocation(conn.keys(), queue, opts, entry) {
-            if let Some(status) = wait_replicas::script_sync::<Option<String>>(conn, &inv)? {
+            // A nil reply wrote nothing (the general script follows): no replica need confirm it.
+            let reply = wait_replicas::script_sync_if(conn, &inv, Option::<String>::is_some)?;
+            if let Some(status) = reply {
                 return Ok(vec![outcome(status)]);
             }
         }

@@ -92,6 +92,17 @@ impl WaitReplicas {
         conn: &mut SyncConn,
         invocation: &redis::ScriptInvocation<'_>,
     ) -> Result<T> {
+        self.script_sync_if(conn, invocation, |_| true)
+    }
+
+    /// [`WaitReplicas::script_sync`] for a script that may write nothing (its reply says, by
+    /// `wrote`): a reply that wrote nothing is returned whatever `WAIT` answered.
+    pub fn script_sync_if<T: FromRedisValue>(
+        &self,
+        conn: &mut SyncConn,
+        invocation: &redis::ScriptInvocation<'_>,
+        wrote: impl Fn(&T) -> bool,
+    ) -> Result<T> {
         let mut pipe = redis::pipe();
         pipe.invoke_script(invocation);
         self.append(&mut pipe);
@@ -102,7 +113,9 @@ impl WaitReplicas {
             }
             other => other?,
         };
-        self.check(reached)?;
+        if wrote(&reply) {
+            self.check(reached)?;
+        }
         Ok(reply)
     }
 }
@@ -123,6 +136,18 @@ pub fn script_sync<T: FromRedisValue>(
     match conn.wait_replicas() {
         None => conn.script(invocation),
         Some(wait) => wait.script_sync(conn, invocation),
+    }
+}
+
+/// [`script_sync`] for a script whose reply says whether it wrote anything (`wrote`).
+pub fn script_sync_if<T: FromRedisValue>(
+    conn: &mut SyncConn,
+    invocation: &redis::ScriptInvocation<'_>,
+    wrote: impl Fn(&T) -> bool,
+) -> Result<T> {
+    match conn.wait_replicas() {
+        None => conn.script(invocation),
+        Some(wait) => wait.script_sync_if(conn, invocation, wrote),
     }
 }
 
