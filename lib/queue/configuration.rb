@@ -77,7 +77,8 @@ module JobQueue
     # Redis settings, Sidekiq's keys (redis_options.rb): `url:` (redis://, rediss:// or unix://),
     # `password:`, `namespace:`; `host:`, `port:`, `db:`, `path:`, `ssl:` over the URL; `ssl_params:`;
     # `size:`, `pool_timeout:`, `network_timeout:` for JobQueue.redis's pool; Redis Sentinel's
-    # `sentinels:`, `name:`, `role:`, `sentinel_password:`, `sentinel_username:`. With no URL, REDIS_URL from
+    # `sentinels:`, `name:`, `role:`, `sentinel_password:`, `sentinel_username:`; `wait_replicas:` and
+    # `wait_timeout:` (ms) for pushes that wait for replicas. With no URL, REDIS_URL from
     # the environment, else redis://127.0.0.1:6379/0. What the engine does not use is warned, once.
     def redis=(options)
       parsed = RedisOptions.new(options)
@@ -323,7 +324,7 @@ module JobQueue
 
     # The native engine for the current settings.
     def engine
-      @engine ||= Native::Engine.new(redis_url, @namespace, @redis_options.engine_ca_file, @busy_poll_us, @redis_options.engine_sentinel)
+      @engine ||= Native::Engine.new(redis_url, @namespace, @redis_options.engine_ca_file, @busy_poll_us, @redis_options.engine_sentinel, @redis_options.engine_wait)
     end
 
     private

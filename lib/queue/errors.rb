@@ -10,6 +10,12 @@ module JobQueue
   # Redis answered with an error.
   class RedisError < Error; end
 
+  # A push reached the master, but fewer replicas than `config.redis[:wait_replicas]` acknowledged it
+  # within `wait_timeout:`. The job may still run, or be lost if the master fails over; it was not
+  # pushed again (pushing it again could run it twice). The message names the replicas wanted, the
+  # count reached and the timeout.
+  class ReplicationError < RedisError; end
+
   # Job data found in Redis is not a job (it is sent to the dead set).
   class InvalidJob < Error; end
 

@@ -16,13 +16,20 @@ module JobQueue
   # (redis://mymaster/0), `role: :master` (the only role: a job queue writes), `sentinel_password:`
   # and `sentinel_username:` for the sentinels themselves; the URL's password and db are the master's.
   # The engine asks the sentinels before every dial (#engine_sentinel); redis-rb does its own.
+  #
+  # Beyond Sidekiq: `wait_replicas: N` makes every push return only once N replicas acknowledged it
+  # (Redis's WAIT, after at most `wait_timeout:` ms, 1000 unless given); fewer raises
+  # JobQueue::ReplicationError and the push is not sent again (#engine_wait).
   class RedisOptions
     DEFAULT_URL = "redis://127.0.0.1:6379/0"
     SENTINEL_KEYS = %i[sentinels name role sentinel_password sentinel_username].freeze
     # redis-client's names (Sidekiq 7's `config.redis`) for what JobQueue.redis's connections take.
     CLIENT_TIMEOUT_KEYS = %i[timeout connect_timeout read_timeout write_timeout].freeze
+    WAIT_KEYS = %i[wait_replicas wait_timeout].freeze
     KEYS = (%i[url password namespace host port db path ssl ssl_params size network_timeout pool_timeout reconnect_attempts] +
-      CLIENT_TIMEOUT_KEYS + SENTINEL_KEYS).freeze
+      CLIENT_TIMEOUT_KEYS + SENTINEL_KEYS + WAIT_KEYS).freeze
+    # Milliseconds a push waits for its replicas unless `wait_timeout:` says.
+    DEFAULT_WAIT_TIMEOUT = 1000
     SENTINEL_ENTRY_KEYS = %i[host port username password].freeze
     # The TLS parameters the engine honours: verify_mode (VERIFY_NONE becomes the URL's #insecure) and
     # ca_file (the CA certificates it trusts instead of the system's).
@@ -91,6 +98,13 @@ module JobQueue
       [master_name, entries.map { |e| [e[:host], e[:port]] }, sentinel_credential(entries, :username), sentinel_credential(entries, :password)]
     end
 
+    # [replicas, timeout_ms] for the engine's pushes to WAIT for, nil when wait_replicas: is not given.
+    def engine_wait
+      replicas = @options[:wait_replicas] or return nil
+
+      [replicas, @options.fetch(:wait_timeout, DEFAULT_WAIT_TIMEOUT)]
+    end
+
     # The name the sentinels know the master by: name:, else host:, else the URL's host.
     def master_name
       name = @options[:name] || @options[:host] || url_host
@@ -146,6 +160,19 @@ module JobQueue
       check(:pool_timeout) { |v| v.is_a?(Numeric) && v.positive? }
       CLIENT_TIMEOUT_KEYS.each { |key| check(key) { |v| v.is_a?(Numeric) && v.positive? } }
       check(:reconnect_attempts) { |v| v.is_a?(Integer) && v >= 0 }
+      validate_wait!
+    end
+
+    def validate_wait!
+      if @options.key?(:wait_replicas) && !(@options[:wait_replicas].is_a?(Integer) && @options[:wait_replicas].between?(1, 2**31))
+        raise ArgumentError, "invalid redis option wait_replicas: #{@options[:wait_replicas].inspect}; give how many replicas must acknowledge each push (1 or more), or leave it out"
+      end
+      return unless @options.key?(:wait_timeout)
+
+      raise ArgumentError, "redis option wait_timeout: needs wait_replicas:" unless @options.key?(:wait_replicas)
+      return if @options[:wait_timeout].is_a?(Integer) && @options[:wait_timeout].between?(1, 2**40)
+
+      raise ArgumentError, "invalid redis option wait_timeout: #{@options[:wait_timeout].inspect}; give milliseconds (an Integer of 1 or more)"
     end
 
     def check(key)
@@ -163,8 +190,8 @@ module JobQueue
         return
       end
       check(:name) { |v| (v.is_a?(String) || v.is_a?(Symbol)) && !v.to_s.empty? }
-      check(:sentinel_password) { |v| v.is_a?(String) }
-      check(:sentinel_username) { |v| v.is_a?(String) && !v.empty? }
+      check(:sentinel_password) { |v| v.nil? || v.is_a?(String) } # nil: none (ENV["SENTINEL_PASSWORD"] unset)
+      check(:sentinel_username) { |v| v.nil? || (v.is_a?(String) && !v.empty?) }
       validate_role!
       if @options.key?(:path) || base_url.match?(/\A(redis\+)?unix:/)
         raise ArgumentError, "redis option sentinels: needs a redis:// or rediss:// URL whose host names the master (redis://mymaster/0), not a unix socket"

@@ -12,9 +12,12 @@ class SentinelServers
 
   attr_reader :primary_port, :replica_port, :sentinel_ports, :dir
 
-  # `sentinel_password`: the sentinels' own `requirepass` (not the master's).
-  def initialize(sentinel_password: nil)
+  # `sentinel_password`: the sentinels' own `requirepass` (not the master's). `down_after_ms`: how
+  # long a silent master takes to be judged down (small for a kill -9 to fail over quickly).
+  def initialize(sentinel_password: nil, down_after_ms: 1000)
     @sentinel_password = sentinel_password
+    @down_after_ms = down_after_ms
+    @named = {}
     @dir = Dir.mktmpdir("queue-sentinel")
     @primary_port, @replica_port, *@sentinel_ports = Array.new(5) { JobQueue::Testing::RedisServer.free_port }
     @pids = []
@@ -61,6 +64,37 @@ class SentinelServers
     Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end
 
+  # The primary's crash: SIGKILL, no cleanup.
+  def kill_primary!
+    pid = @named.fetch("primary")
+    Process.kill("KILL", pid)
+    Process.wait(pid)
+    @pids.delete(pid)
+  end
+
+  # Waits (after #kill_primary!) until the sentinels have promoted the replica: it answers ROLE as
+  # master. Returns the monotonic time it was seen.
+  def await_promotion(timeout: 60)
+    wait("the replica promoted", timeout: timeout, interval: 0.005) { role(@replica_port) == "master" }
+    Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  end
+
+  # Starts the killed primary again on its port, as a restarted host would: a master with an empty
+  # dataset that the sentinels turn into the new master's replica.
+  def restart_primary!
+    pid = server("primary", @primary_port)
+    @pids << pid
+    @named["primary"] = pid
+    wait("the old primary back") { client(@primary_port) { |c| c.ping == "PONG" } }
+  end
+
+  # Waits until the old primary replicates from the promoted one, in sync.
+  def await_rejoined(timeout: 60)
+    wait("the old primary to rejoin as a replica", timeout: timeout) do
+      client(@primary_port) { |c| c.info("replication").values_at("role", "master_port", "master_link_status") } == ["slave", @replica_port.to_s, "up"]
+    end
+  end
+
   def role(port)
     client(port) { |c| c.call(["role"]).first }
   end
@@ -88,6 +122,7 @@ class SentinelServers
     tries.times do
       pid = yield port
       @pids << pid
+      @named[name] = pid
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
       until Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
         return port if client(port, password: name.start_with?("sentinel") ? @sentinel_password : nil) { |c| c.ping == "PONG" }
@@ -120,7 +155,7 @@ class SentinelServers
       daemonize no
       dir #{@dir}
       sentinel monitor #{MASTER} 127.0.0.1 #{@primary_port} 2
-      sentinel down-after-milliseconds #{MASTER} 1000
+      sentinel down-after-milliseconds #{MASTER} #{@down_after_ms}
       sentinel failover-timeout #{MASTER} 5000
       #{"requirepass #{@sentinel_password}" if @sentinel_password}
     CONF

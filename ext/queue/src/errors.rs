@@ -15,6 +15,8 @@ static BASE: Lazy<ExceptionClass> = Lazy::new(|ruby| job_queue_class(ruby, "Erro
 static CONNECTION: Lazy<ExceptionClass> =
     Lazy::new(|ruby| job_queue_class(ruby, "ConnectionError"));
 static REDIS: Lazy<ExceptionClass> = Lazy::new(|ruby| job_queue_class(ruby, "RedisError"));
+static REPLICATION: Lazy<ExceptionClass> =
+    Lazy::new(|ruby| job_queue_class(ruby, "ReplicationError"));
 static INVALID_JOB: Lazy<ExceptionClass> = Lazy::new(|ruby| job_queue_class(ruby, "InvalidJob"));
 
 pub fn to_ruby(e: queue_core::Error) -> Error {
@@ -24,6 +26,7 @@ pub fn to_ruby(e: queue_core::Error) -> Error {
         queue_core::Error::Redis { .. } => ruby.get_inner(&REDIS),
         queue_core::Error::InvalidArgument(_) => ruby.exception_arg_error(),
         queue_core::Error::InvalidJob(_) => ruby.get_inner(&INVALID_JOB),
+        queue_core::Error::Replication { .. } => ruby.get_inner(&REPLICATION),
         queue_core::Error::Connection { .. }
         | queue_core::Error::Connect(_)
         | queue_core::Error::Closed { .. }

@@ -5,13 +5,15 @@
 //! `queues`; a future job is `ZADD`ed to `schedule` scored by its run-at time. Each call is one round
 //! trip however many jobs it carries. The commands are built once here and sent either on an async
 //! [`Conn`] or on a [`SyncConn`]: [`push_sync`] and [`schedule_sync`] are exactly what the Ruby
-//! client's `perform_async` and `perform_in` run, on the calling thread's connection.
+//! client's `perform_async` and `perform_in` run, on the calling thread's connection. With
+//! `wait_replicas` configured, each push also waits for replicas ([`crate::link::wait_replicas`]).
 
 use crate::clock::float_string;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::link::blocking::SyncConn;
 use crate::link::connection::Conn;
+use crate::link::wait_replicas;
 
 /// The commands of an immediate push: the queue name into `queues`, the jobs onto its list (in the
 /// order given, so the first runs first). One round trip on either kind of connection.
@@ -44,7 +46,7 @@ pub fn push_sync(conn: &mut SyncConn, queue: &str, jobs: &[Vec<u8>]) -> Result<(
     if jobs.is_empty() {
         return Ok(());
     }
-    conn.pipe(&pipe)
+    wait_replicas::pipe_sync(conn, pipe)
 }
 
 /// Adds serialized jobs to the `schedule` set, on a caller's synchronous connection.
@@ -53,7 +55,10 @@ pub fn schedule_sync(conn: &mut SyncConn, jobs: &[(f64, Vec<u8>)]) -> Result<()>
     if jobs.is_empty() {
         return Ok(());
     }
-    conn.cmd::<i64>(&cmd).map(|_| ())
+    match conn.wait_replicas() {
+        None => conn.cmd::<i64>(&cmd).map(|_| ()),
+        Some(wait) => wait.pipe_sync(conn, ignored(cmd)),
+    }
 }
 
 /// Pushes serialized jobs onto one queue.
@@ -62,7 +67,10 @@ pub async fn push(conn: &mut Conn, queue: &str, jobs: &[Vec<u8>]) -> Result<()> 
     if jobs.is_empty() {
         return Ok(());
     }
-    conn.pipe(&pipe).await
+    match conn.redis().wait_replicas() {
+        None => conn.pipe(&pipe).await,
+        Some(wait) => wait.pipe(conn, pipe).await,
+    }
 }
 
 /// Adds serialized jobs to the `schedule` set.
@@ -71,7 +79,17 @@ pub async fn schedule(conn: &mut Conn, jobs: &[(f64, Vec<u8>)]) -> Result<()> {
     if jobs.is_empty() {
         return Ok(());
     }
-    conn.cmd::<i64>(&cmd).await.map(|_| ())
+    match conn.redis().wait_replicas() {
+        None => conn.cmd::<i64>(&cmd).await.map(|_| ()),
+        Some(wait) => wait.pipe(conn, ignored(cmd)).await,
+    }
+}
+
+/// One command as a pipeline whose reply is ignored (for `WAIT` to follow it).
+fn ignored(cmd: redis::Cmd) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.add_command(cmd).ignore();
+    pipe
 }
 
 /// Sidekiq requires a non-empty queue name; we also refuse characters that would make the key

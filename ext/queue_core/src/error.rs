@@ -42,6 +42,19 @@ pub enum Error {
         #[source]
         source: Option<std::io::Error>,
     },
+    /// A push reached the master, but fewer replicas than `wait_replicas` acknowledged it within its
+    /// timeout (`link::wait_replicas`). The job may still run, or be lost in a failover; it was not
+    /// pushed again.
+    #[error(
+        "push not confirmed by {wanted} replica(s): WAIT answered only {reached} within {timeout_ms} ms \
+         (redis option wait_replicas: {wanted}, wait_timeout: {timeout_ms}); the master has the job, \
+         which may still run or be lost in a failover, so it was not pushed again"
+    )]
+    Replication {
+        wanted: u32,
+        reached: i64,
+        timeout_ms: u64,
+    },
     /// A multi-step operation attempted every step and some failed: each is named with its error.
     #[error("{operation} incomplete: {}", describe(.failed))]
     Incomplete {

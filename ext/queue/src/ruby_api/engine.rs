@@ -15,6 +15,7 @@ use std::thread::LocalKey;
 use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby};
 use queue_core::link::blocking::{BlockingConn, SyncConn};
 use queue_core::link::sentinel::{SentinelAddr, SentinelConfig};
+use queue_core::link::wait_replicas::WaitReplicas;
 use queue_core::{api, client, dedup, migrate, Redis, RedisConfig};
 
 use super::push_template::PushTemplate;
@@ -104,13 +105,15 @@ impl Engine {
     /// is the CA to trust for `rediss://` instead of the system's; `busy_poll_us` how long this
     /// thread's client calls poll for their reply before sleeping (0: never); `sentinel` nil, or
     /// `[master_name, [[host, port], ...], username, password]` to find the master through Redis
-    /// Sentinel before every dial (`RedisOptions#engine_sentinel`).
+    /// Sentinel before every dial (`RedisOptions#engine_sentinel`); `wait` nil, or `[replicas,
+    /// timeout_ms]` for every push to wait for that many replicas (`RedisOptions#engine_wait`).
     fn new(
         url: String,
         namespace: String,
         ca_file: Option<String>,
         busy_poll_us: u64,
         sentinel: Option<SentinelArg>,
+        wait: Option<(u32, u64)>,
     ) -> Result<Engine, Error> {
         let mut config = RedisConfig::new(&url, &namespace)
             .with_busy_poll(std::time::Duration::from_micros(busy_poll_us));
@@ -127,6 +130,11 @@ impl Engine {
                     .with_username(username)
                     .with_password(password),
             );
+        }
+        if let Some((replicas, timeout_ms)) = wait {
+            let wait = WaitReplicas::new(replicas, std::time::Duration::from_millis(timeout_ms))
+                .map_err(crate::errors::to_ruby)?;
+            config = config.with_wait_replicas(wait);
         }
         let redis = Redis::new(config).map_err(crate::errors::to_ruby)?;
         Ok(Engine {
@@ -375,7 +383,7 @@ impl Engine {
 
 pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     let class = native.define_class("Engine", ruby.class_object())?;
-    class.define_singleton_method("new", magnus::function!(Engine::new, 5))?;
+    class.define_singleton_method("new", magnus::function!(Engine::new, 6))?;
     class.define_method("namespace", magnus::method!(Engine::namespace, 0))?;
     class.define_method("poll_counts", magnus::method!(Engine::poll_counts, 0))?;
     class.define_method("push", magnus::method!(Engine::push, 2))?;

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::keys::Keys;
 use crate::link::blocking::SyncConn;
+use crate::link::wait_replicas;
 use crate::metrics;
 use crate::scripts;
 
@@ -277,11 +278,15 @@ pub fn push_sync(
     }
     if let [entry] = entries.as_slice() {
         if let Some(inv) = one_invocation(conn.keys(), queue, opts, entry) {
-            if let Some(status) = conn.script::<Option<String>>(&inv)? {
+            // A nil reply wrote nothing (the general script follows): no replica need confirm it.
+            let reply = wait_replicas::script_sync_if(conn, &inv, Option::<String>::is_some)?;
+            if let Some(status) = reply {
                 return Ok(vec![outcome(status)]);
             }
         }
     }
     let inv = general_invocation(conn.keys(), queue, opts, &entries);
-    Ok(outcomes(conn.script::<Vec<String>>(&inv)?))
+    Ok(outcomes(wait_replicas::script_sync::<Vec<String>>(
+        conn, &inv,
+    )?))
 }

@@ -90,6 +90,11 @@ impl SyncConn {
         self.redis.keys()
     }
 
+    /// How many replicas each push waits for, if any (`link::wait_replicas`).
+    pub fn wait_replicas(&self) -> Option<super::wait_replicas::WaitReplicas> {
+        self.redis.wait_replicas()
+    }
+
     /// Open, and on the master of the current generation.
     fn is_open(&self) -> bool {
         self.conn.as_ref().is_some_and(|c| c.is_open()) && !self.is_stale()
@@ -183,6 +188,11 @@ impl SyncConn {
         invocation: &redis::ScriptInvocation<'_>,
     ) -> Result<T> {
         self.run(|c| invocation.invoke(c))
+    }
+
+    /// Loads a Lua script into the server's script cache (for a pipeline that runs it by its SHA).
+    pub fn load_script(&mut self, invocation: &redis::ScriptInvocation<'_>) -> Result<()> {
+        self.run(|c| invocation.load(c)).map(|_| ())
     }
 
     /// Writes commands (packed) whose replies are not wanted, without reading anything, on the

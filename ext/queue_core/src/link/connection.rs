@@ -27,6 +27,7 @@ use crate::keys::Keys;
 
 use super::connect_error::{mask, ConnectError, ConnectErrorKind};
 use super::sentinel::{self, SentinelConfig, Sentinels};
+use super::wait_replicas::WaitReplicas;
 
 /// How long a command may wait for its reply. Long, because a timed-out command may still run on
 /// the server: a reply that is merely slow must not be mistaken for a failure.
@@ -57,6 +58,9 @@ pub struct RedisConfig {
     /// With sentinels, the URL's host is not dialled (it is usually the master's name); its
     /// password, username, database and scheme are the master's.
     pub sentinel: Option<SentinelConfig>,
+    /// How many replicas must acknowledge each push, and how long it waits for them
+    /// (`wait_replicas:`, `wait_timeout:`); `None` to return once the master has it.
+    pub wait_replicas: Option<WaitReplicas>,
 }
 
 impl RedisConfig {
@@ -68,7 +72,14 @@ impl RedisConfig {
             ca_file: None,
             busy_poll: DEFAULT_BUSY_POLL,
             sentinel: None,
+            wait_replicas: None,
         }
+    }
+
+    /// Every push waits for this many replicas to acknowledge it (see [`super::wait_replicas`]).
+    pub fn with_wait_replicas(mut self, wait: WaitReplicas) -> Self {
+        self.wait_replicas = Some(wait);
+        self
     }
 
     /// Finds the master through these sentinels on every dial (see [`super::sentinel`]).
@@ -212,6 +223,11 @@ impl Redis {
             self.inner.client.get_connection_info().addr(),
             redis::ConnectionAddr::Tcp(..)
         )
+    }
+
+    /// How many replicas each push waits for, if any (`RedisConfig::wait_replicas`).
+    pub fn wait_replicas(&self) -> Option<WaitReplicas> {
+        self.inner.config.wait_replicas
     }
 
     /// The sentinels asked before each dial, if any.

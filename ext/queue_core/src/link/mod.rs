@@ -23,6 +23,9 @@
 //! - [`sentinel`]: finding the current master through Redis Sentinel before every dial, and which
 //!   replies mean a connection is on a demoted master (`READONLY`) and must be dialled again.
 //!
+//! - [`wait_replicas`]: a push that returns only once enough replicas have it (`WAIT` at the end of
+//!   its pipeline), so a failover does not discard it.
+//!
 //! Shard code will live here too (choosing which server a key is on): what changes where a
 //! connection goes, not what the engine writes on it. The shards of an ordered queue are not that:
 //! they are keys on one server, and belong to [`crate::ordered`].
@@ -44,3 +47,4 @@ pub mod reply_mode;
 pub mod sentinel;
 mod tcp_socket;
 pub mod tls_probe;
+pub mod wait_replicas;

@@ -58,7 +58,7 @@ pub fn push(conn: &mut SyncConn, queue: &OrderedQueue, jobs: &[NewJob]) -> Resul
         return Ok(0);
     }
     let inv = push_invocation(queue, jobs)?;
-    conn.script(&inv).map_err(|e| match e {
+    crate::link::wait_replicas::script_sync(conn, &inv).map_err(|e| match e {
         Error::Redis { message, source } => Error::Redis {
             message: format!("push to ordered queue {:?}: {message}", queue.name()),
             source,
