@@ -23,7 +23,7 @@ module JobQueue
       @server = server
       @config = config
       @index = index
-      @retry = JobRetry.new(config)
+      @retry = JobRetry.new(config, launcher.engine)
       @classes = {}
     end
 
