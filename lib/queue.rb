@@ -112,6 +112,19 @@ module JobQueue
       engine.migrate_queue(from.to_s, to.to_s)
     end
 
+    # Moves queue `name` from shard `from` to shard `to` (config.redis_shards): its queued, scheduled
+    # and retrying jobs and its deduplication keys, batch by batch, none lost or doubled, while
+    # servers run and clients push (README, "Shards"). Switch the queue's pushes to `to` first (the
+    # worker's `store`); what reaches `from` after the last batch stays there. Returns
+    # {"queued" => n, "scheduled" => n, "retry" => n, "keys" => n}.
+    def move_queue(name, from:, to:)
+      from = config.shards.check!(from)
+      to = config.shards.check!(to)
+      raise ArgumentError, "move_queue: #{name} is on shard #{from} already (from: and to: are the same)" if from == to
+
+      config.shard_engine(from).move_queue_to(config.shard_engine(to), name.to_s)
+    end
+
     # Totals, as Sidekiq::Stats reports them: processed, failed, enqueued, sizes of the sets.
     def stats
       engine.stats
