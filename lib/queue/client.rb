@@ -222,9 +222,11 @@ module JobQueue
     end
 
     # The engine a job of shard `store` (its worker's `store` option; nil for "main") goes to: the
-    # shard of an enclosing `via` block wins, as Sidekiq Pro's does over a worker's pool.
+    # shard of an enclosing `via` block wins, as Sidekiq Pro's does over a worker's pool. Without
+    # config.redis_shards every store is "main" (routing rules written for several shards work on
+    # one Redis); with them, an unknown store raises naming the known ones.
     def engine_for(store)
-      return @config.engine if store.nil? || Thread.current[Shards::VIA_KEY]
+      return @config.engine if store.nil? || Thread.current[Shards::VIA_KEY] || !@config.shards.many?
 
       @config.shard_engine(store)
     end

@@ -28,10 +28,10 @@ module JobQueue
     def size = engine.queue_size(name)
 
     # Names of the paused queues, sorted (one SMEMBERS).
-    def self.paused_names = engine.api_paused_queues
+    def self.paused_names = API.engine.api_paused_queues
 
     # Whether fetching from this queue is paused (pause!), for every process.
-    def paused? = self.class.paused_names.include?(name)
+    def paused? = engine.api_paused_queues.include?(name)
 
     # Stops every server process fetching from this queue within a second; pushes go on and the jobs
     # wait. Sidekiq Pro's name. Returns true if it was running until now.
