@@ -318,8 +318,15 @@ module JobQueue
     # The native engine for the current settings: the shard a `JobQueue::Client.via` block around
     # this call picked, else "main".
     def engine
-      via = Thread.current[Shards::VIA_KEY]
+      # The thread-local is read only once some `via` block has run: a push that never meets one pays
+      # an instance-variable read, not a Thread.current lookup.
+      via = @via_seen && Thread.current[Shards::VIA_KEY]
       via ? shard_engine(via) : (@engine ||= build_engine(@redis_options))
+    end
+
+    # @api private: a `via` block ran (shards.rb), so #engine must look for one from now on.
+    def via_seen!
+      @via_seen = true
     end
 
     # The engine of shard "main" (`redis=`), whatever `via` says.

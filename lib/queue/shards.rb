@@ -85,7 +85,9 @@ module JobQueue
     def self.via(name)
       raise ArgumentError, "JobQueue::Client.via needs a block" unless block_given?
 
-      name = JobQueue.config.shards.check!(name)
+      config = JobQueue.config
+      name = config.shards.check!(name)
+      config.via_seen!
       outer = Thread.current[VIA_KEY]
       Thread.current[VIA_KEY] = name
       begin

@@ -69,6 +69,40 @@ RSpec.describe "Redis shards (config.redis_shards)" do
     expect { JobQueue.config.redis_shards = {"b" => {bogus: 1}} }.to raise_error(ArgumentError, /redis_shards: shard "b": unknown redis option\(s\) bogus/)
   end
 
+  it "puts an ordered worker's queue on its store's shard" do
+    worker = Module.new do
+      extend JobQueue::OrderedWorker
+      self.queue_name = "shard_ordered"
+      self.store = "jobs_b"
+    end
+    worker.perform_async([{id: 1, payload: "a"}])
+    expect(b.keys("*shard_ordered*")).not_to be_empty
+    expect(main.keys("*shard_ordered*")).to be_empty
+    expect { worker.store = "bad name" }.to raise_error(ArgumentError, /store must be a shard name/)
+  ensure
+    JobQueue::OrderedWorker.forget(worker) if worker
+  end
+
+  it "takes a shard's name in the Sidekiq shim's Sidekiq::Client.via, and refuses a pool" do
+    code = <<~RUBY
+      Sidekiq.configure_client { |c| c.redis = {url: ENV["REDIS_URL"]} }
+      JobQueue.config.redis_shards = {"jobs_b" => {url: ENV["SHARD_B_URL"]}}
+      class ViaWorker; include Sidekiq::Worker; sidekiq_options queue: "via_q"; end
+      Sidekiq::Client.via("jobs_b") { ViaWorker.perform_async(1) }
+      begin
+        Sidekiq::Client.via(Object.new) {}
+      rescue NotImplementedError => e
+        puts e.message
+      end
+    RUBY
+    out, status = Open3.capture2e({"REDIS_URL" => TestRedis.url, "SHARD_B_URL" => @shard_b.url}, RbConfig.ruby,
+      "-I", File.join(ServerProcess::ROOT, "lib"), "-r", "queue/compat/sidekiq", "-e", code)
+    expect(status).to be_success, out
+    expect(out).to include("give a shard's name from config.redis_shards")
+    expect(b.llen("queue:via_q")).to eq(1)
+    expect(main.llen("queue:via_q")).to eq(0)
+  end
+
   it "lets a rule's shard be main's on an app without redis_shards" do
     JobQueue.configure { |c| c.redis_shards = {} }
     ShardCpuWorker.perform_async(1)
