@@ -5,6 +5,8 @@ require "queue/web"
 require "queue/metrics"
 require "queue/testing/redis_server"
 require "open3"
+require "tmpdir"
+require "queue/rails_integration/config_file"
 require_relative "../apps/shards"
 
 # Shards over two real redis-servers: the suite's (shard "main") and one started here ("jobs_b").
@@ -101,6 +103,22 @@ RSpec.describe "Redis shards (config.redis_shards)" do
     expect(out).to include("give a shard's name from config.redis_shards")
     expect(b.llen("queue:via_q")).to eq(1)
     expect(main.llen("queue:via_q")).to eq(0)
+  end
+
+  it "reads redis_shards from config/queue.yml, naming the file in an error" do
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, "queue.yml")
+      File.write(path, "redis:\n  url: #{TestRedis.url}\ntest:\n  redis_shards:\n    jobs_b:\n      url: <%= \"#{@shard_b.url}\" %>\n")
+      JobQueue.configure { |c| c.redis_shards = {} }
+      JobQueue::RailsIntegration::ConfigFile.apply(path, "test")
+      expect(JobQueue.config.shards.names).to eq(%w[main jobs_b])
+      ShardBJob.perform_async(1)
+      expect(b.llen("queue:on_b")).to eq(1)
+
+      File.write(path, "redis_shards:\n  jobs_b:\n    bogus: 1\n")
+      expect { JobQueue::RailsIntegration::ConfigFile.apply(path, "test") }
+        .to raise_error(ArgumentError, /\A#{Regexp.escape(path)}: redis_shards: shard "jobs_b": unknown redis option/)
+    end
   end
 
   it "lets a rule's shard be main's on an app without redis_shards" do

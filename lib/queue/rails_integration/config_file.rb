@@ -18,7 +18,7 @@ module JobQueue
         data = settings(path, environment.to_s)
         redis = redis_from(path, data)
         config.redis = redis if redis
-        config.redis_shards = shards_from(path, data) if data.key?("redis_shards")
+        apply_shards(path, data, config) if data.key?("redis_shards")
         apply_routing_rules(path, data, config) if data.key?("routing_rules")
       end
 
@@ -49,6 +49,14 @@ module JobQueue
         plain_keys(redis).transform_keys(&:to_sym)
       end
 
+      def apply_shards(path, data, config)
+        config.redis_shards = shards_from(path, data)
+      rescue ArgumentError => e
+        raise if e.message.start_with?(path)
+
+        raise ArgumentError, "#{path}: #{e.message}"
+      end
+
       # `redis_shards:` (shard name => redis options, as `redis:`), for Configuration#redis_shards=.
       def shards_from(path, data)
         shards = data["redis_shards"]
@@ -59,10 +67,6 @@ module JobQueue
 
           [name.to_s.delete_prefix(":"), plain_keys(options).transform_keys(&:to_sym)]
         end
-      rescue ArgumentError => e
-        raise if e.message.start_with?(path)
-
-        raise ArgumentError, "#{path}: #{e.message}"
       end
 
       # The file's ERB evaluated, then its YAML parsed. A mistake in either is an ArgumentError naming
