@@ -12,7 +12,7 @@ module JobQueue
   # engine (no more work is handed out), let the threads finish within the timeout, then have the
   # engine put back whatever is still held, and only then interrupt the threads that outlived it.
   class Launcher
-    attr_reader :identity, :config, :ordered, :shard, :engine
+    attr_reader :identity, :config, :ordered, :shard
 
     # `shard`: the Redis shard this launcher serves (config.redis_shards; "main" by default).
     # `events: false` leaves the lifecycle events to another launcher of the same process
@@ -21,7 +21,6 @@ module JobQueue
       @config = config
       @embedded = embedded
       @shard = config.shards.check!(shard)
-      @engine = config.shard_engine(@shard)
       @events = events
       @identity = "#{hostname}:#{::Process.pid}:#{SecureRandom.hex(6)}"
       @quiet = false
@@ -34,12 +33,12 @@ module JobQueue
         @config.fire_event(:startup, reraise: true) # lifecycle hooks (lifecycle.rb), as Sidekiq's CLI
         @config.engine_job_lines = Logging.start_server_lines(@config) # per-job lines (logging.rb)
       end
-      @server = @engine.start_server(@identity, @config.queues, server_options)
+      @server = engine.start_server(@identity, @config.queues, server_options)
       if @events
         @config.fire_event(:heartbeat) # the engine registered the process and wrote its first beat
         @config.on_server_init&.call
       end
-      @ordered = Ordered::Server.start(@config, @identity, engine: @engine) # shard leases of ordered workers (ordered/server.rb)
+      @ordered = Ordered::Server.start(@config, @identity, engine: engine) # shard leases of ordered workers (ordered/server.rb)
       @processors = Array.new(@config.concurrency) { |i| Processor.new(self, @server, @config, i).start }
       on = @shard == Shards::MAIN && !@config.shards.many? ? "" : " of shard #{@shard}"
       @config.logger.info("queue #{VERSION} started as #{@identity}: #{@config.concurrency} threads on #{queue_summary}#{on}")
@@ -49,6 +48,11 @@ module JobQueue
 
     def quiet?
       @quiet
+    end
+
+    # The engine of this launcher's shard (the settings as they are when the server starts).
+    def engine
+      @engine ||= @config.shard_engine(@shard)
     end
 
     # True when run inside another program (JobQueue.configure_embed).
