@@ -208,6 +208,10 @@ RSpec.describe "Redis shards (config.redis_shards)" do
     expect(main_jids.map { |j| by_jid[j] }.uniq).to eq([on_main.pid])
     expect(b_jids.map { |j| by_jid[j] }.uniq).to eq([on_b.pid])
 
+    _, err, status = queue_exe("-r", app, "--shard", "main,jobs_c")
+    expect(status.exitstatus).to eq(1)
+    expect(err).to include('unknown shard "jobs_c"; the configured shards are "main", "jobs_b"')
+
     processes = wait_until("both processes") { (list = JobQueue::ProcessSet.new.to_a).size == 2 && list }
     expect(processes.map { |p| [p["pid"], p["shard"]] }).to contain_exactly([on_main.pid, "main"], [on_b.pid, "jobs_b"])
     expect(JobQueue::ProcessSet.new.total_concurrency).to eq(4)
