@@ -155,7 +155,7 @@ module JobQueue
 
     def option_parser(opts)
       OptionParser.new do |o|
-        o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)\n" \
+        o.banner = "Usage: queue [options]\n       queue migrate [options] FROM TO   (rename a queue, or move one between shards with --queue; queue migrate -h)\n" \
                    "       queue stats | retry|dead list|retry|delete | morgue list|retry|delete   (inspect; queue stats -h)\n" \
                    "       queue pause|unpause NAME... | paused   (stop or resume fetching a queue; queue pause -h)\n" \
                    "       queue web [--port 7433]           (the dashboard; queue web -h)\n" \
