@@ -121,6 +121,20 @@ RSpec.describe "Redis shards (config.redis_shards)" do
     end
   end
 
+  it "takes a shard behind Redis Sentinel: its pushes reach the master the sentinels name" do
+    set = SentinelServers.new.start
+    JobQueue.configure do |c|
+      c.redis_shards = {"jobs_b" => {url: "redis://#{SentinelServers::MASTER}/0", sentinels: set.sentinels}}
+    end
+    ShardBJob.perform_async(1)
+    ShardMainJob.perform_async(2)
+    expect(set.client(set.primary_port) { |c| c.llen("queue:on_b") }).to eq(1)
+    expect(main.llen("queue:moving")).to eq(1)
+    expect(JobQueue::Queue.new("on_b", shard: "jobs_b").size).to eq(1)
+  ensure
+    set&.stop
+  end
+
   it "lets a rule's shard be main's on an app without redis_shards" do
     JobQueue.configure { |c| c.redis_shards = {} }
     ShardCpuWorker.perform_async(1)
