@@ -107,7 +107,9 @@ module JobQueue
     # Renames a queue: moves the queued, scheduled and retrying jobs of queue `from` to queue `to`,
     # rewriting their "queue" (and a "retry_queue" naming `from`), and renames `from`'s deduplication
     # keys, keeping their TTLs. Each job moves in one atomic step, so it is safe while servers run and
-    # clients push. Returns {"queued" => n, "scheduled" => n, "retry" => n, "keys" => n}.
+    # clients push. On one shard: "main", or the one a `JobQueue::Client.via` block picked (to move a
+    # queue between shards, see move_queue). Returns {"queued" => n, "scheduled" => n, "retry" => n,
+    # "keys" => n}.
     def migrate_queue(from, to)
       engine.migrate_queue(from.to_s, to.to_s)
     end
@@ -126,8 +128,12 @@ module JobQueue
     end
 
     # Totals, as Sidekiq::Stats reports them: processed, failed, enqueued, sizes of the sets.
+    # With several shards, every shard's added up (JobQueue::Stats.combine), or the `via` block's.
     def stats
-      engine.stats
+      return engine.stats if Shards.current || !config.shards.many?
+
+      require_relative "queue/api/stats"
+      Stats.combine(config.shards.names.map { |name| config.shard_engine(name).stats })
     end
   end
 end

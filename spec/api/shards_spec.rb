@@ -152,6 +152,8 @@ RSpec.describe "Redis shards (config.redis_shards)" do
     expect(JobQueue::Stats.new.enqueued).to eq(5)
     expect(JobQueue::Stats.new.queues).to eq("on_b" => 3, "moving" => 2)
     expect(JobQueue::Stats.new(shard: "jobs_b").enqueued).to eq(3)
+    expect(JobQueue.stats["enqueued"]).to eq(5)
+    expect(JobQueue::Client.via("jobs_b") { JobQueue.stats["enqueued"] }).to eq(3)
     expect(JobQueue::ScheduledSet.new(shard: "jobs_b").size).to eq(1)
     expect(JobQueue::ScheduledSet.new.size).to eq(0)
     expect(JobQueue::Queue.new("on_b", shard: "jobs_b").map(&:klass)).to eq(%w[ShardBJob] * 3)
