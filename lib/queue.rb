@@ -108,14 +108,33 @@ module JobQueue
     # Renames a queue: moves the queued, scheduled and retrying jobs of queue `from` to queue `to`,
     # rewriting their "queue" (and a "retry_queue" naming `from`), and renames `from`'s deduplication
     # keys, keeping their TTLs. Each job moves in one atomic step, so it is safe while servers run and
-    # clients push. Returns {"queued" => n, "scheduled" => n, "retry" => n, "keys" => n}.
+    # clients push. On one shard: "main", or the one a `JobQueue::Client.via` block picked (to move a
+    # queue between shards, see move_queue). Returns {"queued" => n, "scheduled" => n, "retry" => n,
+    # "keys" => n}.
     def migrate_queue(from, to)
       engine.migrate_queue(from.to_s, to.to_s)
     end
 
+    # Moves queue `name` from shard `from` to shard `to` (config.redis_shards): its queued, scheduled
+    # and retrying jobs and its deduplication keys, batch by batch, none lost or doubled, while
+    # servers run and clients push (README, "Shards"). Switch the queue's pushes to `to` first (the
+    # worker's `store`); what reaches `from` after the last batch stays there. Returns
+    # {"queued" => n, "scheduled" => n, "retry" => n, "keys" => n}.
+    def move_queue(name, from:, to:)
+      from = config.shards.check!(from)
+      to = config.shards.check!(to)
+      raise ArgumentError, "move_queue: #{name} is on shard #{from} already (from: and to: are the same)" if from == to
+
+      config.shard_engine(from).move_queue_to(config.shard_engine(to), name.to_s)
+    end
+
     # Totals, as Sidekiq::Stats reports them: processed, failed, enqueued, sizes of the sets.
+    # With several shards, every shard's added up (JobQueue::Stats.combine), or the `via` block's.
     def stats
-      engine.stats
+      return engine.stats if Shards.current || !config.shards.many?
+
+      require_relative "queue/api/stats"
+      Stats.combine(config.shards.names.map { |name| config.shard_engine(name).stats })
     end
   end
 end

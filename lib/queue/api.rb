@@ -22,7 +22,16 @@ module JobQueue
   module API
     module_function
 
-    def engine = JobQueue.engine
+    # The engine of shard `shard` (a name), else of the shard a `JobQueue::Client.via` block picked,
+    # else of "main".
+    def engine(shard = nil) = shard ? JobQueue.config.shard_engine(shard) : JobQueue.engine
+
+    # The shards a view over "every shard" reads: the one a `via` block picked, else all of them
+    # ("main" first; only "main" without config.redis_shards).
+    def shards = Shards.current ? [Shards.current] : JobQueue.config.shards.names
+
+    # The shard an object made now belongs to: `given` (checked), else the `via` block's, else "main".
+    def shard_for(given) = given ? JobQueue.config.shards.check!(given) : (Shards.current || Shards::MAIN)
 
     # A non-negative Integer, or an ArgumentError naming it.
     def count!(name, value)

@@ -4,6 +4,7 @@ require "optparse"
 require "yaml"
 require "erb"
 require_relative "launcher"
+require_relative "launcher_group"
 require_relative "migrate_command"
 require_relative "declared_queues"
 require_relative "sidekiq_gem"
@@ -23,7 +24,7 @@ module JobQueue
     # Keys of a YAML config file this CLI uses.
     CONFIG_KEYS = %i[concurrency queues timeout tag require verbose environment max_batch labels].freeze
     # Keys of the file the Rails integration reads, for clients and servers alike (config_file.rb).
-    APP_CONFIG_KEYS = %i[redis routing_rules].freeze
+    APP_CONFIG_KEYS = %i[redis redis_shards routing_rules].freeze
     # Keys Sidekiq's YAML takes that have no meaning here, and what to do instead.
     IGNORED_CONFIG_KEYS = {
       max_retries: "the retry limit is the job's: use sidekiq_options retry: N, or config.default_job_options = {retry: N}"
@@ -38,7 +39,7 @@ module JobQueue
 
     BANNER = "Usage: queue [options]\n" \
              "       queue cluster [options] GROUP...  (one process per group of queues; queue cluster -h)\n" \
-             "       queue migrate [options] FROM TO   (rename a queue; queue migrate -h)\n" \
+             "       queue migrate [options] FROM TO   (rename a queue, or move one between shards with --queue; queue migrate -h)\n" \
              "       queue stats | retry|dead list|retry|delete | morgue list|retry|delete   (inspect; queue stats -h)\n" \
              "       queue pause|unpause NAME... | paused   (stop or resume fetching a queue; queue pause -h)\n" \
              "       queue web [--port 7433]           (the dashboard; queue web -h)\n" \
@@ -83,7 +84,7 @@ module JobQueue
       status = prepare(options)
       return status if status
 
-      launch
+      launch(served_shards(options[:shard]))
     end
 
     # Everything a server does before it starts, in the process that will run it (or, for a cluster,
@@ -100,6 +101,17 @@ module JobQueue
       DeclaredQueues.apply(JobQueue.config) # queues of declared ApplicationWorkers (declared_queues.rb)
       Cron.load_schedule_file_at_start # config/schedule.yml, as sidekiq-cron loads it (cron.rb)
       nil
+    end
+
+    # The shards this server serves: --shard (comma-separated), else QUEUE_SHARD_NAME, else "main";
+    # each must be one of config.redis_shards (checked once the app has configured them).
+    def served_shards(given)
+      text = given || ENV["QUEUE_SHARD_NAME"]
+      text = Shards::MAIN if text.nil? || text.strip.empty?
+      names = text.split(",").map(&:strip).reject(&:empty?)
+      raise ArgumentError, "--shard #{text.inspect} names a shard twice" if names.uniq.size != names.size
+
+      names.map { |name| JobQueue.config.shards.check!(name) }
     end
 
     # Parses flags, then merges a YAML file (-C) under them: flags win. A block may add options to
@@ -196,6 +208,7 @@ module JobQueue
       o.on("-t", "--timeout NUM", Float, "shutdown timeout in seconds (default 25)") { |v| opts[:timeout] = v }
       o.on("-C", "--config PATH", "YAML config file (default config/queue.yml or config/sidekiq.yml in the app directory)") { |v| opts[:config_file] = v }
       o.on("-e", "--environment ENV", "application environment (default APP_ENV, RAILS_ENV, RACK_ENV or development)") { |v| opts[:environment] = v }
+      o.on("--shard NAME[,NAME]", "Redis shard(s) to serve, from config.redis_shards (default QUEUE_SHARD_NAME, else main)") { |v| opts[:shard] = v }
       o.on("-g", "--tag TAG", "process tag shown in the dashboard (default: the Rails app's directory name)") { |v| opts[:tag] = v }
       o.on("--max-batch INT", Integer, "most jobs one fetch takes for one thread, 1..1000 (default 50)") do |v|
         raise OptionParser::InvalidArgument, "#{v} (must be #{Configuration::MAX_BATCH_RANGE})" unless Configuration::MAX_BATCH_RANGE.cover?(v)
@@ -339,16 +352,16 @@ module JobQueue
       File.dirname(config)
     end
 
-    # Runs the server until a signal stops it: traps SIGNALS, starts a Launcher, and returns the exit
+    # Runs the server until a signal stops it: traps SIGNALS, starts a Launcher per shard served, and returns the exit
     # status.
-    def launch
+    def launch(shards)
       reader, writer = IO.pipe
       SIGNALS.each do |sig|
         trap(sig) { writer.write_nonblock("#{sig}\n", exception: false) }
       rescue ArgumentError
         # signal not supported on this platform
       end
-      launcher = Launcher.new(JobQueue.config)
+      launcher = shards.size == 1 ? Launcher.new(JobQueue.config, shard: shards.first) : LauncherGroup.new(JobQueue.config, shards)
       begin
         launcher.run
         wait_for_stop(reader, launcher)

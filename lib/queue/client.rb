@@ -20,6 +20,13 @@ module JobQueue
       new.push_bulk(items)
     end
 
+    # Sidekiq Pro's `Sidekiq::Client.via(pool)`, by shard name: every push in the block goes to shard
+    # `name` (config.redis_shards), whatever its worker's `store`, and the Ruby API reads that shard.
+    # Thread-local; nests, and restores the outer shard on the way out. Returns the block's value.
+    def self.via(name, &block)
+      Shards.via(name, &block)
+    end
+
     def initialize(config = JobQueue.config)
       @config = config
     end
@@ -54,7 +61,7 @@ module JobQueue
       template = direct_push? && worker_class.push_template
       if template
         flag = template.deduplicated ? feature_flag(template.queue) : nil
-        pushed = @config.engine.push_new(template.native, args, flag)
+        pushed = (template.store ? engine_for(template.store) : @config.engine).push_new(template.native, args, flag)
         return pushed || nil unless pushed.nil?
       end
       push("class" => worker_class, "args" => args)
@@ -70,7 +77,7 @@ module JobQueue
 
       flag = template.deduplicated ? feature_flag(template.queue) : nil
       args_list.each_slice(BULK_SLICE).flat_map do |slice|
-        @config.engine.push_bulk_new(template.native, slice, flag) || push_bulk("class" => worker_class, "args" => slice)
+        engine_for(template.store).push_bulk_new(template.native, slice, flag) || push_bulk("class" => worker_class, "args" => slice)
       end
     end
 
@@ -213,6 +220,16 @@ module JobQueue
       context.nil? || context.empty?
     end
 
+    # The engine a job of shard `store` (its worker's `store` option; nil for "main") goes to: the
+    # shard of an enclosing `via` block wins, as Sidekiq Pro's does over a worker's pool. Without
+    # config.redis_shards every store is "main" (routing rules written for several shards work on
+    # one Redis); with them, an unknown store raises naming the known ones.
+    def engine_for(store)
+      return @config.engine if store.nil? || Thread.current[Shards::VIA_KEY] || !@config.shards.many?
+
+      @config.shard_engine(store)
+    end
+
     def worker_class_of(item)
       item.key?("class") ? item["class"] : item[:class]
     end
@@ -233,7 +250,7 @@ module JobQueue
     end
 
     def write_one(job)
-      engine = @config.engine
+      engine = engine_for(job["store"])
       if job.key?("at")
         at = job.delete("at")
         engine.schedule([[at.to_f, JSON.generate(job)]])
@@ -246,7 +263,9 @@ module JobQueue
     def write(jobs)
       return if jobs.empty?
 
-      engine = @config.engine
+      return jobs.group_by { |j| j["store"] }.each_value { |group| write(group) } if jobs.any? { |j| j["store"] != jobs.first["store"] }
+
+      engine = engine_for(jobs.first["store"])
       scheduled, now = jobs.partition { |j| j.key?("at") }
       scheduled.each_slice(BULK_SLICE) do |slice|
         engine.schedule(slice.map { |j| [j.delete("at").to_f, JSON.generate(j)] })
@@ -265,7 +284,7 @@ module JobQueue
     def push_with_deduplication(jobs, dedup, worker_class)
       deduplicated, plain = jobs.partition { |j| deduplication(worker_class, j) }
       write(plain)
-      pushed = deduplicated.group_by { |j| j["queue"] }.flat_map { |_, group| push_deduplicated(group, dedup, worker_class) }
+      pushed = deduplicated.group_by { |j| [j["queue"], j["store"]] }.flat_map { |_, group| push_deduplicated(group, dedup, worker_class) }
       deduplicated - pushed
     end
 
@@ -287,7 +306,7 @@ module JobQueue
       flag = feature_flag(queue)
       enqueued_at = Time.now.to_f
       jobs.each_slice(BULK_SLICE).flat_map do |slice|
-        outcomes = @config.engine.push_dedup(queue, slice.map { |job| dedup_entry(job, worker_class, enqueued_at) }, dedup, flag)
+        outcomes = engine_for(jobs.first["store"]).push_dedup(queue, slice.map { |job| dedup_entry(job, worker_class, enqueued_at) }, dedup, flag)
         slice.zip(outcomes).reject { |_, outcome| outcome && outcome[0] == :dropped }.map(&:first)
       end
     end

@@ -4,6 +4,7 @@ require_relative "lifecycle"
 require_relative "redis_options"
 require_relative "redis_pool"
 require_relative "routing"
+require_relative "shards"
 
 module JobQueue
   # Everything a client or server needs to know, set with `JobQueue.configure { |c| ... }`.
@@ -57,6 +58,7 @@ module JobQueue
       @sidekiq_metrics = 7
       @router = Routing::Router.new([])
       @redis_pool = RedisPool.new(self) # connects on first use only
+      @shards = Shards.new(self)
       Worker.options_changed! if defined?(Worker)
     end
 
@@ -85,8 +87,35 @@ module JobQueue
       @redis_options = parsed
       self.namespace = parsed.options[:namespace] if parsed.options.key?(:namespace)
       @engine = nil
+      @shards.reset
       @redis_pool.shutdown
       parsed.ignored_by_engine.each { |message| warn_once(message) }
+    end
+
+    # Several Redis instances (README, "Shards"): shard name => the options `redis=` takes, e.g.
+    # `{"main" => {url: ...}, "jobs_b" => {url: ..., sentinels: [...]}}`. "main" is `redis=`'s
+    # server unless given here (then it sets `redis=`). A worker names its shard with
+    # `sidekiq_options store: "jobs_b"` or a routing rule; `JobQueue::Client.via("jobs_b") { }` picks
+    # one for a block. Each shard's engine is made on first use.
+    def redis_shards=(shards)
+      @shards.configure(shards)
+    end
+
+    # Shard name => options (the Hash as given, "main" included).
+    def redis_shards
+      @shards.options
+    end
+
+    # @api private: the shards (shards.rb).
+    attr_reader :shards
+
+    # The engine of shard `name` (a String or Symbol); raises ArgumentError naming the known shards
+    # for an unknown one.
+    def shard_engine(name)
+      name = name.to_s
+      return main_engine if name == Shards::MAIN
+
+      @shards.engine(name)
     end
 
     attr_reader :redis_options
@@ -155,6 +184,7 @@ module JobQueue
       value += ":" unless value.empty? || value.end_with?(":")
       @namespace = value
       @engine = nil
+      @shards.reset
       @redis_pool.shutdown
     end
 
@@ -166,6 +196,7 @@ module JobQueue
 
       @busy_poll_us = us
       @engine = nil
+      @shards.reset
     end
 
     def concurrency=(n)
@@ -322,9 +353,28 @@ module JobQueue
       concurrency + capsules.values.sum(&:concurrency)
     end
 
-    # The native engine for the current settings.
+    # The native engine for the current settings: the shard a `JobQueue::Client.via` block around
+    # this call picked, else "main".
     def engine
-      @engine ||= Native::Engine.new(redis_url, @namespace, @redis_options.engine_ca_file, @busy_poll_us, @redis_options.engine_sentinel, @redis_options.engine_wait)
+      # The thread-local is read only once some `via` block has run: a push that never meets one pays
+      # an instance-variable read, not a Thread.current lookup.
+      via = @via_seen && Thread.current[Shards::VIA_KEY]
+      via ? shard_engine(via) : (@engine ||= build_engine(@redis_options))
+    end
+
+    # @api private: a `via` block ran (shards.rb), so #engine must look for one from now on.
+    def via_seen!
+      @via_seen = true
+    end
+
+    # The engine of shard "main" (`redis=`), whatever `via` says.
+    def main_engine
+      @engine ||= build_engine(@redis_options)
+    end
+
+    # @api private: a new engine for one Redis server's RedisOptions (shards.rb makes the others').
+    def build_engine(options)
+      Native::Engine.new(options.engine_url, @namespace, options.engine_ca_file, @busy_poll_us, options.engine_sentinel, options.engine_wait)
     end
 
     private

@@ -12,7 +12,8 @@ module JobQueue
     # carrying one of them keep the general path.
     OWN_KEYS = %w[class args jid created_at enqueued_at at expires_in].freeze
 
-    Template = Struct.new(:native, :queue, :deduplicated)
+    # `store`: the worker's shard (nil for "main"), whose engine the push goes to.
+    Template = Struct.new(:native, :queue, :deduplicated, :store)
 
     module_function
 
@@ -29,7 +30,9 @@ module JobQueue
 
       dedup = worker_class.respond_to?(:deduplication_push_options) ? worker_class.deduplication_push_options : nil
       prefix = JSON.generate(options.merge("queue" => queue, "class" => name)).chomp("}")
-      Template.new(Native::PushTemplate.new(queue, prefix, dedup), queue, !dedup.nil?)
+      store = options["store"]&.to_s
+      store = nil if store == Shards::MAIN
+      Template.new(Native::PushTemplate.new(queue, prefix, dedup), queue, !dedup.nil?, store)
     rescue JSON::GeneratorError, EncodingError
       nil
     end

@@ -13,8 +13,10 @@ module JobQueue
   class JobRetry
     DEFAULT_MAX_RETRIES = 25
 
-    def initialize(config)
+    # `engine`: the engine of the shard the job ran on (its dead set is there).
+    def initialize(config, engine = config.main_engine)
       @config = config
+      @engine = engine
     end
 
     # `jobstr`: the job's JSON as it was fetched, for the error handlers (Sidekiq's context key).
@@ -102,7 +104,7 @@ module JobQueue
     # The block said :discard (Sidekiq 7.1+): the job leaves the dead set the engine just put it in,
     # and no death handler runs.
     def discard(job, filed)
-      @config.engine.api_set_delete("dead", filed) if filed
+      @engine.api_set_delete("dead", filed) if filed
     rescue ConnectionError, RedisError => e
       report(e, context: "sidekiq_retries_exhausted returned :discard; removing the job from the dead set failed", job: job)
     end

@@ -12,11 +12,16 @@ module JobQueue
   # engine (no more work is handed out), let the threads finish within the timeout, then have the
   # engine put back whatever is still held, and only then interrupt the threads that outlived it.
   class Launcher
-    attr_reader :identity, :config, :ordered
+    attr_reader :identity, :config, :ordered, :shard
 
-    def initialize(config = JobQueue.config, embedded: false)
+    # `shard`: the Redis shard this launcher serves (config.redis_shards; "main" by default).
+    # `events: false` leaves the lifecycle events to another launcher of the same process
+    # (LauncherGroup, when a process serves several shards).
+    def initialize(config = JobQueue.config, embedded: false, shard: Shards::MAIN, events: true)
       @config = config
       @embedded = embedded
+      @shard = config.shards.check!(shard)
+      @events = events
       @identity = "#{hostname}:#{::Process.pid}:#{SecureRandom.hex(6)}"
       @quiet = false
       @processors = []
@@ -24,23 +29,33 @@ module JobQueue
     end
 
     def run
-      @config.fire_event(:startup, reraise: true) # lifecycle hooks (lifecycle.rb), as Sidekiq's CLI
-      @config.engine_job_lines = Logging.start_server_lines(@config) # per-job lines (logging.rb)
-      @server = @config.engine.start_server(@identity, @config.queues, server_options)
-      @config.fire_event(:heartbeat) # the engine registered the process and wrote its first beat
-      @config.on_server_init&.call
-      @ordered = Ordered::Server.start(@config, @identity) # shard leases of ordered workers (ordered/server.rb)
+      if @events
+        @config.fire_event(:startup, reraise: true) # lifecycle hooks (lifecycle.rb), as Sidekiq's CLI
+        @config.engine_job_lines = Logging.start_server_lines(@config) # per-job lines (logging.rb)
+      end
+      @server = engine.start_server(@identity, @config.queues, server_options)
+      if @events
+        @config.fire_event(:heartbeat) # the engine registered the process and wrote its first beat
+        @config.on_server_init&.call
+      end
+      @ordered = Ordered::Server.start(@config, @identity, engine: engine) # shard leases of ordered workers (ordered/server.rb)
       @processors = Array.new(@config.concurrency) { |i| Processor.new(self, @server, @config, i).start }
       @config.capsules.each_value.with_index(1) do |cap, number|
         @processors.concat(Array.new(cap.concurrency) { |i| Processor.new(self, @server, @config, i, capsule: number, capsule_name: cap.name).start })
       end
-      @config.logger.info("queue #{VERSION} started as #{@identity}: #{@config.concurrency} threads on #{queue_summary}#{capsule_summary}")
+      on = @shard == Shards::MAIN && !@config.shards.many? ? "" : " of shard #{@shard}"
+      @config.logger.info("queue #{VERSION} started as #{@identity}: #{@config.concurrency} threads on #{queue_summary}#{capsule_summary}#{on}")
       @config.logger.info("ordered workers: #{@ordered.summary}") if @ordered
       self
     end
 
     def quiet?
       @quiet
+    end
+
+    # The engine of this launcher's shard (the settings as they are when the server starts).
+    def engine
+      @engine ||= @config.shard_engine(@shard)
     end
 
     # True when run inside another program (JobQueue.configure_embed).
@@ -60,7 +75,7 @@ module JobQueue
       @quiet = true
       @server&.quiet
       @config.logger.info("quiet: no new jobs will be taken")
-      @config.fire_event(:quiet, reverse: true)
+      @config.fire_event(:quiet, reverse: true) if @events
     end
 
     # Graceful stop. Returns the number of jobs put back on their queues. The engine tells systemd
@@ -68,7 +83,7 @@ module JobQueue
     def stop
       @server&.stopping
       quiet
-      @config.fire_event(:shutdown, reverse: true)
+      @config.fire_event(:shutdown, reverse: true) if @events
       deadline = monotonic + @config.timeout
       processors = @lock.synchronize { @processors.dup }
       processors.each { |p| p.thread.join([deadline - monotonic, 0].max) }
@@ -78,7 +93,7 @@ module JobQueue
       stragglers.each { |t| t.join(2) }
       stop_ordered(stragglers)
       @config.logger.info("stopped; #{requeued} unfinished job(s) back in their queues")
-      Logging.flush
+      Logging.flush if @events
       requeued
     end
 
@@ -92,6 +107,11 @@ module JobQueue
       title = "queue #{VERSION}#{tag} [#{@server.busy_count} of #{@config.total_concurrency} busy]"
       title += " stopping" if @quiet
       ::Process.setproctitle(title)
+    end
+
+    # Threads busy with a job (0 before the server runs).
+    def busy_count
+      @server ? @server.busy_count : 0
     end
 
     # Signals (TSTP, TERM, TTIN) a dashboard sent to this process.
@@ -165,7 +185,8 @@ module JobQueue
         "labels" => Array(@config.labels),
         "identity" => @identity,
         "version" => "queue #{VERSION}",
-        "embedded" => @embedded
+        "embedded" => @embedded,
+        "shard" => @shard
       )
     end
 

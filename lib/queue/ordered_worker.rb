@@ -94,6 +94,16 @@ module JobQueue
       @queue_name = value.to_s
     end
 
+    # The Redis shard (config.redis_shards) this worker's ordered queue lives on: nil (the default)
+    # for "main". A `JobQueue::Client.via` block around a push wins, as for other workers.
+    attr_reader :store
+
+    def store=(value)
+      raise ArgumentError, "#{self}: store must be a shard name, got #{value.inspect}" unless value.nil? || ((value.is_a?(String) || value.is_a?(Symbol)) && value.to_s.match?(Shards::NAME))
+
+      @store = value&.to_s
+    end
+
     # `payload_format :json` (default) or `payload_format :marshal`; without an argument, the format's
     # name.
     def payload_format(format = nil)
@@ -127,7 +137,9 @@ module JobQueue
     # their number. Override it to compute ids (call `super`). Returns how many ids were not queued
     # before.
     def perform_async(jobs)
-      Ordered::Client.push(self, jobs)
+      return Ordered::Client.push(self, jobs) if @store.nil? || Shards.current || !JobQueue.config.shards.many?
+
+      Ordered::Client.push(self, jobs, engine: JobQueue.config.shard_engine(@store))
     end
 
     private

@@ -26,7 +26,7 @@ module JobQueue
       @index = index
       @capsule = capsule
       @capsule_name = capsule_name
-      @retry = JobRetry.new(config)
+      @retry = JobRetry.new(config, launcher.engine)
       @classes = {}
     end
 

@@ -69,7 +69,8 @@ module JobQueue
       return page.not_found(@router.path?(path) ? 405 : 404) unless action
       return page.forbidden unless request.get? || request.head? || page.csrf_valid?
 
-      page.public_send(action)
+      shard = page.shard
+      shard ? Client.via(shard) { page.public_send(action) } : page.public_send(action)
     end
   end
 end

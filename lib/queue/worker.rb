@@ -31,7 +31,8 @@ module JobQueue
       "dead" => ->(v) { v == true || v == false },
       "tags" => ->(v) { v.is_a?(Array) },
       "expires_in" => ->(v) { Expiry.valid?(v) },
-      "retry_for" => ->(v) { v.is_a?(Numeric) && v >= 0 } # seconds after the first failure (Sidekiq 7.1+)
+      "retry_for" => ->(v) { v.is_a?(Numeric) && v >= 0 }, # seconds after the first failure (Sidekiq 7.1+)
+      "store" => ->(v) { (v.is_a?(String) || v.is_a?(Symbol)) && v.to_s.match?(Shards::NAME) } # the shard (GitLab's name)
     }.freeze
 
     @options_generation = 0
@@ -84,6 +85,7 @@ module JobQueue
         Worker.check_options!(options, "#{name}: invalid sidekiq_options")
         options["queue"] = options["queue"].to_s if options.key?("queue")
         options["retry_queue"] = options["retry_queue"].to_s if options.key?("retry_queue")
+        options["store"] = options["store"].to_s if options.key?("store")
         @job_options = own_job_options.merge(options)
         Worker.options_changed!
       end

@@ -162,6 +162,25 @@ impl Keys {
         self.key("jq:paused")
     }
 
+    /// On the shard a queue moves away from (`shard_move/`): what one batch holds while it is on
+    /// its way to the other shard. `kind` is `queue` (a LIST, oldest job first) or the sorted set's
+    /// name, `schedule` or `retry` (a ZSET with the jobs' scores). Empty between batches.
+    pub fn moving(&self, queue: &str, kind: &str) -> String {
+        self.key(&format!("jq:moving:{queue}:{kind}"))
+    }
+
+    /// STRING beside [`Keys::moving`]: the batch's token, named on the receiving shard once its
+    /// jobs are there.
+    pub fn moving_token(&self, queue: &str, kind: &str) -> String {
+        self.key(&format!("jq:moving:{queue}:{kind}:token"))
+    }
+
+    /// STRING on the receiving shard (a day's TTL): the batch with this token has been written
+    /// there, so a move resumed after a crash does not write it twice.
+    pub fn moved(&self, token: &str) -> String {
+        self.key(&format!("jq:moved:{token}"))
+    }
+
     // ---- gitlab-sidekiq-fetcher 0.8's keys (WIRE.md §6), read by `gitlab_fetch.rs` ----------
 
     /// `SCAN MATCH` pattern for gitlab-sidekiq-fetcher's working lists,

@@ -11,7 +11,7 @@
 //! and puts their work back; [`scheduler`] moves due jobs; [`heartbeat`] publishes the process;
 //! [`server`] runs all of it for one process (its [`capsules`] each a group of threads), and [`supervisor`] reports it to systemd over [`notify`];
 //! [`api`] reads and administers (the inspection API); [`metrics`] counts and exposes Prometheus
-//! metrics; [`migrate`] renames a queue; [`iterable`] keeps iterable jobs' progress. How all of it reaches Redis (connections, dialling, waiting
+//! metrics; [`migrate`] renames a queue and [`shard_move`] moves one to another shard; [`iterable`] keeps iterable jobs' progress. How all of it reaches Redis (connections, dialling, waiting
 //! on replies) is the room [`link`].
 
 pub mod api;
@@ -41,6 +41,7 @@ pub mod scheduler;
 pub mod scripts;
 pub mod server;
 pub mod settle;
+pub mod shard_move;
 pub mod supervisor;
 
 pub use error::{Error, Result};

@@ -46,17 +46,18 @@ module JobQueue
         return 0 if options[:exit]
 
         boot&.call(options)
-        if command == "stats"
-          raise ArgumentError, USAGE["stats"] unless action.nil?
+        raise ArgumentError, USAGE["stats"] if command == "stats" && !action.nil?
 
-          stats
-        else
-          set_action(command, action, args, options)
-        end
+        on_shard(options[:shard]) { command == "stats" ? stats : set_action(command, action, args, options) }
         0
       end
 
       private
+
+      # Runs the block on shard `name` (--shard), or as is: the stats of every shard, the sets of "main".
+      def on_shard(name, &block)
+        name ? Client.via(name, &block) : yield
+      end
 
       def stats
         s = Stats.new
@@ -68,6 +69,11 @@ module JobQueue
         @out.puts
         table(["Day", "Processed", "Failed"], history.processed.map { |day, n| [day, n, history.failed[day]] })
         @out.puts
+        if JobQueue.config.shards.many? && Shards.current.nil?
+          queues = Queue.all.sort_by { |q| [q.name, q.shard] }.map { |q| [q.name, q.shard, q.size, format("%.2f", q.latency)] }
+          return table(["Queue", "Shard", "Size", "Latency (s)"], queues)
+        end
+
         queues = s.queues.keys.sort.map { |name| [name, s.queues[name], format("%.2f", Queue.new(name).latency)] }
         table(["Queue", "Size", "Latency (s)"], queues)
       end
@@ -129,6 +135,7 @@ module JobQueue
         OptionParser.new do |o|
           o.banner = (command == "stats") ? USAGE["stats"] : format(USAGE["set"], set: command)
           CommandOptions.app(o, options)
+          o.on("--shard NAME", "one Redis shard (config.redis_shards): stats add up every shard's, sets are main's unless given") { |v| options[:shard] = v }
           unless command == "stats"
             o.on("--offset N", Integer, "entries to skip (list)") { |v| options[:offset] = v }
             o.on("--limit N", Integer, "entries to show (list, default 25)") { |v| options[:limit] = v }

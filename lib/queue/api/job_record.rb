@@ -14,7 +14,9 @@ module JobQueue
 
     attr_reader :item, :value, :queue
 
-    def initialize(item, queue_name = nil)
+    # `shard:` the shard whose queue holds the job (a job read from a queue; nil means "main").
+    def initialize(item, queue_name = nil, shard: nil)
+      @shard = shard
       @args = nil
       @value = item
       @item = item.is_a?(Hash) ? item : parse(item)
@@ -81,7 +83,7 @@ module JobQueue
     end
 
     # Removes this job from its queue. Whether it was still there.
-    def delete = API.engine.api_queue_delete(@queue.to_s, @value.is_a?(String) ? @value : JSON.generate(@item))
+    def delete = API.engine(@shard).api_queue_delete(@queue.to_s, @value.is_a?(String) ? @value : JSON.generate(@item))
 
     def inspect = "#<#{self.class.name} #{klass} jid=#{jid} queue=#{queue}>"
 

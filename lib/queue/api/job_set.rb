@@ -5,14 +5,20 @@ module JobQueue
   class SortedSet
     include Enumerable
 
-    attr_reader :name
+    attr_reader :name, :shard
 
-    def initialize(name)
+    # `shard:` the shard whose set this is (config.redis_shards); by default the one a
+    # `JobQueue::Client.via` block picked, else "main".
+    def initialize(name, shard: nil)
       @name = name
+      @shard = API.shard_for(shard)
       @_size = size
     end
 
-    def size = API.engine.api_set_size(name)
+    # @api private: the engine of this set's shard.
+    def engine = API.engine(@shard)
+
+    def size = engine.api_set_size(name)
 
     # Each entry whose JSON matches `match` (a substring, or a glob when it has a `*`), `count` per
     # ZSCAN step.
@@ -22,14 +28,14 @@ module JobQueue
       match = "*#{match}*" unless match.include?("*")
       cursor = 0
       loop do
-        cursor, entries = API.engine.api_set_scan(name, match, cursor, count)
+        cursor, entries = engine.api_set_scan(name, match, cursor, count)
         entries.each { |json, score| yield SortedEntry.new(self, score, json) }
         break if cursor.zero?
       end
     end
 
     # Drops every job of the set.
-    def clear = API.engine.api_set_clear(name)
+    def clear = engine.api_set_clear(name)
     alias_method :💣, :clear
   end
 
@@ -41,7 +47,7 @@ module JobQueue
     WINDOW = 1000
 
     # Adds a job (a Hash) to run, or to be shown, at `timestamp`.
-    def schedule(timestamp, message) = API.engine.api_set_add(name, timestamp.to_f, JSON.generate(message))
+    def schedule(timestamp, message) = engine.api_set_add(name, timestamp.to_f, JSON.generate(message))
 
     # Each entry, latest first, PAGE_SIZE per round trip; safe to act on entries while iterating.
     def each
@@ -51,7 +57,7 @@ module JobQueue
       page = 0
       loop do
         offset = [page * PAGE_SIZE - (initial - @_size), 0].max
-        entries = API.engine.api_set_page(name, offset, PAGE_SIZE)
+        entries = engine.api_set_page(name, offset, PAGE_SIZE)
         break if entries.empty?
 
         page += 1
@@ -64,15 +70,15 @@ module JobQueue
     # Returns a Page.
     def page(offset = 0, count = 25, filter: nil, window: WINDOW)
       Page.build(offset, count, size, filter: filter, window: window,
-        read: ->(from, n) { API.engine.api_set_page(name, from, n) },
-        search: ->(text, from, span, n) { API.engine.api_set_filter(name, text, from, span, n) },
+        read: ->(from, n) { engine.api_set_page(name, from, n) },
+        search: ->(text, from, span, n) { engine.api_set_filter(name, text, from, span, n) },
         wrap: ->((json, score)) { SortedEntry.new(self, score, json) })
     end
 
     # Entries at `score` (a Float or a Range of them), only job `jid`'s when given.
     def fetch(score, jid = nil)
       min, max = score.is_a?(Range) ? [score.first, score.last] : [score, score]
-      API.engine.api_set_fetch(name, [min.to_f, max.to_f], jid&.to_s).map { |json, s| SortedEntry.new(self, s, json) }
+      engine.api_set_fetch(name, [min.to_f, max.to_f], jid&.to_s).map { |json, s| SortedEntry.new(self, s, json) }
     end
 
     # The entry of job `jid`, or nil: ZSCAN steps of 100 for members containing the jid.
@@ -86,14 +92,14 @@ module JobQueue
 
     # Removes this exact member. Whether it was there.
     def delete_by_value(_name, value)
-      removed = API.engine.api_set_delete(name, value)
+      removed = engine.api_set_delete(name, value)
       @_size -= 1 if removed
       removed
     end
 
     # Removes job `jid` scored `score`. Whether it was there.
     def delete_by_jid(score, jid)
-      removed = API.engine.api_set_delete_by_jid(name, score.to_f, jid.to_s)
+      removed = engine.api_set_delete_by_jid(name, score.to_f, jid.to_s)
       @_size -= 1 if removed
       removed
     end
@@ -102,35 +108,35 @@ module JobQueue
 
   # Jobs pushed with `perform_in`/`perform_at`, by run-at time.
   class ScheduledSet < JobSet
-    def initialize = super("schedule")
+    def initialize(shard: nil) = super("schedule", shard: shard)
   end
 
   # Failed jobs waiting for their next attempt, by retry time.
   class RetrySet < JobSet
-    def initialize = super("retry")
+    def initialize(shard: nil) = super("retry", shard: shard)
 
     # Every job back to its queue, one retry given back, 100 per atomic step. Returns how many moved.
-    def retry_all = API.engine.api_set_act_all(name, "retry")
+    def retry_all = engine.api_set_act_all(name, "retry")
 
     # Every job to the dead set (death handlers are not run, as for a failure that is not retried).
     # Returns how many moved.
-    def kill_all = API.engine.api_set_act_all(name, "kill")
+    def kill_all = engine.api_set_act_all(name, "kill")
   end
 
   # Jobs that will not be retried, by death time; bounded to `max_jobs` entries and `timeout` seconds.
   class DeadSet < JobSet
-    def initialize = super("dead")
+    def initialize(shard: nil) = super("dead", shard: shard)
 
     # Adds a job (its JSON) to the dead set now, trimmed as a failure trims it, and runs the death
     # handlers unless `notify_failure: false`.
     def kill(message, opts = {})
-      API.engine.api_dead_bury(message)
+      engine.api_dead_bury(message)
       self.class.notify_death(JSON.parse(message)) if opts[:notify_failure] != false
       true
     end
 
     # Every job back to its queue, one retry given back, 100 per atomic step. Returns how many moved.
-    def retry_all = API.engine.api_set_act_all(name, "retry")
+    def retry_all = engine.api_set_act_all(name, "retry")
 
     def self.max_jobs = 10_000
 

@@ -11,20 +11,22 @@ module JobQueue
     end
 
     # Removes the entries of processes that stopped beating. Returns how many.
-    def cleanup = API.engine.api_processes_cleanup
+    def cleanup = API.shards.sum { |shard| API.engine(shard).api_processes_cleanup.to_i }
 
     def each
       return to_enum(:each) unless block_given?
 
-      API.engine.api_processes.each do |_identity, info, busy, beat, quiet, rss, rtt|
-        next if info.nil?
+      API.shards.each do |shard|
+        API.engine(shard).api_processes.each do |_identity, info, busy, beat, quiet, rss, rtt|
+          next if info.nil?
 
-        yield Process.new(JSON.parse(info).merge("busy" => busy, "beat" => beat, "quiet" => quiet, "rss" => rss, "rtt_us" => rtt))
+          yield Process.new(JSON.parse(info).merge("busy" => busy, "beat" => beat, "quiet" => quiet, "rss" => rss, "rtt_us" => rtt, "shard" => shard))
+        end
       end
     end
 
     # Entries in the set (as Redis counts them, expired ones included until `cleanup`).
-    def size = API.engine.api_processes.size
+    def size = API.shards.sum { |shard| API.engine(shard).api_processes.size }
 
     def total_concurrency = sum { |p| p["concurrency"].to_i }
 
@@ -67,6 +69,6 @@ module JobQueue
 
     private
 
-    def signal(name) = API.engine.api_signal(identity, name)
+    def signal(name) = API.engine(self["shard"]).api_signal(identity, name)
   end
 end

@@ -28,7 +28,7 @@ module JobQueue
     end
 
     # Moves the job to time `at` in its set.
-    def reschedule(at) = API.engine.api_set_reschedule(@parent.name, raw, at.to_f)
+    def reschedule(at) = @parent.engine.api_set_reschedule(@parent.name, raw, at.to_f)
 
     # Pushes the job to its queue now (`enqueued_at` set), out of the set.
     def add_to_queue = act("add_to_queue")
@@ -48,6 +48,6 @@ module JobQueue
 
     def raw = @value.is_a?(String) ? @value : JSON.generate(@item)
 
-    def act(action) = API.engine.api_set_act(@parent.name, action, raw, score.to_f, jid.to_s)
+    def act(action) = @parent.engine.api_set_act(@parent.name, action, raw, score.to_f, jid.to_s)
   end
 end

@@ -6,8 +6,30 @@ module JobQueue
   # Totals (Sidekiq's `Stats`), read in two round trips when built: processed, failed, the sizes of the
   # sets, jobs enqueued and running, the default queue's latency, and each queue's size.
   class Stats
-    def initialize
-      @stats = API.engine.stats
+    # `shard:` one shard's figures; by default those of every shard added up (or the shard a
+    # `JobQueue::Client.via` block picked).
+    def initialize(shard: nil)
+      @shards = shard ? [API.shard_for(shard)] : API.shards
+      @stats = Stats.combine(@shards.map { |name| API.engine(name).stats })
+    end
+
+    # Several shards' stats as one: counts and sizes added, queues merged, the default queue's
+    # latency the largest.
+    def self.combine(all)
+      return all.first if all.size == 1
+
+      all.reduce do |sum, stats|
+        sum.to_h do |key, value|
+          other = stats[key]
+          merged =
+            case key
+            when "queues" then value.merge(other) { |_, a, b| a + b }
+            when "default_queue_latency" then [value, other].max
+            else value + other
+            end
+          [key, merged]
+        end
+      end
     end
 
     %w[processed failed expired scheduled_size retry_size dead_size enqueued processes_size workers_size
@@ -22,7 +44,7 @@ module JobQueue
     def reset(*stats)
       all = %w[failed processed]
       names = stats.empty? ? all : all & stats.flatten.compact.map(&:to_s)
-      API.engine.api_stats_reset(names)
+      @shards.each { |shard| API.engine(shard).api_stats_reset(names) }
     end
 
     # Each queue's size, largest first.
@@ -52,7 +74,8 @@ module JobQueue
 
       def counts(stat)
         dates = @start_date.downto(@start_date - @days_previous + 1).map { |d| d.strftime("%Y-%m-%d") }
-        dates.zip(API.engine.api_history(stat, dates)).to_h
+        counts = API.shards.map { |shard| API.engine(shard).api_history(stat, dates) }.transpose.map(&:sum)
+        dates.zip(counts).to_h
       end
     end
   end

@@ -9,16 +9,19 @@ module JobQueue
     def each(&block)
       return to_enum(:each) unless block
 
-      works = API.engine.api_work.map do |identity, thread, json|
-        work = JSON.parse(json)
-        work["payload"] = JSON.parse(work["payload"]) if work["payload"].is_a?(String)
-        [identity, thread, work]
+      works = API.shards.flat_map do |shard|
+        API.engine(shard).api_work.map do |identity, thread, json|
+          work = JSON.parse(json)
+          work["payload"] = JSON.parse(work["payload"]) if work["payload"].is_a?(String)
+          work["shard"] = shard if JobQueue.config.shards.many?
+          [identity, thread, work]
+        end
       end
       works.sort_by { |(_, _, work)| work["run_at"].to_f }.each(&block)
     end
 
     # Jobs running now, as the processes' last beats counted them.
-    def size = API.engine.api_processes.sum { |row| row[2] }
+    def size = API.shards.sum { |shard| API.engine(shard).api_processes.sum { |row| row[2] } }
   end
 
   Workers = WorkSet

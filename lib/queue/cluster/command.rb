@@ -24,6 +24,8 @@ module JobQueue
           cluster_options(parser, given)
         end
         return 0 if options[:exit]
+
+        @shard = options[:shard]
         raise ArgumentError, "queue cluster: -q does not apply; each GROUP argument lists one process's queues" unless flags[:queues].to_a.empty?
 
         notify = Notify.from_env unless options[:dryrun]
@@ -98,7 +100,7 @@ module JobQueue
         config.queues = child.queues
         config.tag = tag.empty? ? child.index.to_s : "#{tag}-#{child.index}"
         @cli.cluster_parent = parent # a child whose parent died stops, as on TERM
-        @cli.launch
+        @cli.launch(@cli.served_shards(@shard))
       end
     end
   end

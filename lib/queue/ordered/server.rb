@@ -8,12 +8,13 @@ module JobQueue
     # by the engine's beat thread), and each processor thread's share of the work (ThreadWork).
     class Server
       # Starts the leases, or returns nil when the app has no ordered worker.
-      def self.start(config, identity, workers: Ordered.workers)
+      # `engine`: the shard's engine whose ordered queues this server leases (the launcher's).
+      def self.start(config, identity, workers: Ordered.workers, engine: config.engine)
         return nil if workers.empty?
 
         check_queue_names!(workers)
         queues = workers.map { |w| [w.queue_name, w.shards_count] }
-        shards = config.engine.start_ordered(identity, queues, config.ordered_splitter_spec)
+        shards = engine.start_ordered(identity, queues, config.ordered_splitter_spec)
         new(config, shards, workers)
       end
 

@@ -18,6 +18,7 @@ module JobQueue
         data = settings(path, environment.to_s)
         redis = redis_from(path, data)
         config.redis = redis if redis
+        apply_shards(path, data, config) if data.key?("redis_shards")
         apply_routing_rules(path, data, config) if data.key?("routing_rules")
       end
 
@@ -46,6 +47,26 @@ module JobQueue
         raise ArgumentError, "#{path}: redis: must be a mapping (url:, password:, ...), got #{redis.inspect}" unless redis.is_a?(Hash)
 
         plain_keys(redis).transform_keys(&:to_sym)
+      end
+
+      def apply_shards(path, data, config)
+        config.redis_shards = shards_from(path, data)
+      rescue ArgumentError => e
+        raise if e.message.start_with?(path)
+
+        raise ArgumentError, "#{path}: #{e.message}"
+      end
+
+      # `redis_shards:` (shard name => redis options, as `redis:`), for Configuration#redis_shards=.
+      def shards_from(path, data)
+        shards = data["redis_shards"]
+        raise ArgumentError, "#{path}: redis_shards: must be a mapping of shard name => redis options, got #{shards.inspect}" unless shards.is_a?(Hash)
+
+        shards.to_h do |name, options|
+          raise ArgumentError, "#{path}: redis_shards: #{name}: must be a mapping (url:, sentinels:, ...), got #{options.inspect}" unless options.is_a?(Hash)
+
+          [name.to_s.delete_prefix(":"), plain_keys(options).transform_keys(&:to_sym)]
+        end
       end
 
       # The file's ERB evaluated, then its YAML parsed. A mistake in either is an ArgumentError naming

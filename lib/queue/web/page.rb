@@ -29,6 +29,7 @@ module JobQueue
       include Pages::Api
 
       CSRF_KEY = "queue.csrf"
+      SHARD_KEY = "queue.shard"
       FLASH_KEY = "queue.flash"
       MODULES = [Pages::Dashboard, Pages::Queues, Pages::Busy, Pages::Sets, Pages::Ordered, Pages::Dedup, Pages::JobMetrics, Pages::Api].freeze
 
@@ -52,6 +53,19 @@ module JobQueue
       end
 
       attr_reader :request, :params
+
+      # The shard the pages show, with several configured (config.redis_shards): `?shard=NAME`
+      # chooses one and the session keeps it; "main" until then. nil with one shard. An unknown name
+      # (a shard since removed) falls back to "main".
+      def shard
+        shards = JobQueue.config.shards
+        return nil unless shards.many?
+
+        chosen = params["shard"].to_s
+        session[SHARD_KEY] = chosen if shards.names.include?(chosen)
+        name = session[SHARD_KEY].to_s
+        shards.names.include?(name) ? name : Shards::MAIN
+      end
 
       def initialize(request, route_params)
         @request = request

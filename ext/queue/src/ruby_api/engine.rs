@@ -16,7 +16,7 @@ use magnus::{prelude::*, Error, RArray, RHash, RString, Ruby};
 use queue_core::link::blocking::{BlockingConn, SyncConn};
 use queue_core::link::sentinel::{SentinelAddr, SentinelConfig};
 use queue_core::link::wait_replicas::WaitReplicas;
-use queue_core::{api, client, dedup, migrate, Redis, RedisConfig};
+use queue_core::{api, client, dedup, migrate, shard_move, Redis, RedisConfig};
 
 use super::push_template::PushTemplate;
 use super::{args_json, bytes_of};
@@ -98,6 +98,16 @@ pub(super) fn with_sync<T>(
     op: impl FnOnce(&mut SyncConn) -> queue_core::Result<T>,
 ) -> queue_core::Result<T> {
     on_thread(&SYNC_CONNS, id, || Ok(SyncConn::polling(redis)), op)
+}
+
+/// `{"queued" =>, "scheduled" =>, "retry" =>, "keys" =>}`.
+fn migrated_hash(ruby: &Ruby, moved: migrate::Migrated) -> Result<RHash, Error> {
+    let hash = ruby.hash_new();
+    hash.aset("queued", moved.queued)?;
+    hash.aset("scheduled", moved.scheduled)?;
+    hash.aset("retry", moved.retry)?;
+    hash.aset("keys", moved.keys)?;
+    Ok(hash)
 }
 
 impl Engine {
@@ -333,6 +343,32 @@ impl Engine {
     /// `migrate_queue(from, to)`: moves queue `from`'s queued, scheduled and retrying jobs and its
     /// deduplication keys to `to`, one job per atomic step. Returns
     /// `{"queued" =>, "scheduled" =>, "retry" =>, "keys" =>}`.
+    /// `move_queue_to(other, queue)`: moves queue `queue`'s queued, scheduled and retrying jobs and
+    /// its deduplication keys from this engine's Redis to `other`'s (another shard), batch by batch
+    /// (`shard_move/`). Returns the same Hash as `migrate_queue`.
+    fn move_queue_to(
+        ruby: &Ruby,
+        rb_self: &Self,
+        other: &Engine,
+        queue: String,
+    ) -> Result<RHash, Error> {
+        if rb_self.redis.keys() != other.redis.keys() {
+            return Err(Error::new(
+                ruby.exception_arg_error(),
+                "the shards use different namespaces; a queue moves between shards of one namespace",
+            ));
+        }
+        let (redis, id) = (&rb_self.redis, rb_self.id);
+        let target = other.redis.clone();
+        let moved = blocking(move || {
+            with_conn(redis, id, async |c| {
+                let mut to = target.conn();
+                shard_move::move_queue(c, &mut to, &queue).await
+            })
+        })?;
+        migrated_hash(ruby, moved)
+    }
+
     fn migrate_queue(
         ruby: &Ruby,
         rb_self: &Self,
@@ -345,12 +381,7 @@ impl Engine {
                 migrate::migrate_queue(c, &from, &to).await
             })
         })?;
-        let hash = ruby.hash_new();
-        hash.aset("queued", moved.queued)?;
-        hash.aset("scheduled", moved.scheduled)?;
-        hash.aset("retry", moved.retry)?;
-        hash.aset("keys", moved.keys)?;
-        Ok(hash)
+        migrated_hash(ruby, moved)
     }
 
     /// `poll_counts`: what this thread's client connection's polling for replies has done so far
@@ -397,5 +428,6 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("queue_size", magnus::method!(Engine::queue_size, 1))?;
     class.define_method("ping", magnus::method!(Engine::ping, 0))?;
     class.define_method("migrate_queue", magnus::method!(Engine::migrate_queue, 2))?;
+    class.define_method("move_queue_to", magnus::method!(Engine::move_queue_to, 2))?;
     Ok(())
 }

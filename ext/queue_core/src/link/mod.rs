@@ -26,9 +26,11 @@
 //! - [`wait_replicas`]: a push that returns only once enough replicas have it (`WAIT` at the end of
 //!   its pipeline), so a failover does not discard it.
 //!
-//! Shard code will live here too (choosing which server a key is on): what changes where a
-//! connection goes, not what the engine writes on it. The shards of an ordered queue are not that:
-//! they are keys on one server, and belong to [`crate::ordered`].
+//! Redis shards (`config.redis_shards`) need nothing here: each shard is a `Redis` of its own (one
+//! `JobQueue::Native::Engine` per shard, made by the Ruby side), dialled as any server is, and the
+//! choice of shard is made per push in Ruby, before the engine is called. Moving a queue between
+//! shards is job-system work ([`crate::shard_move`]). The shards of an ordered queue are keys on one
+//! server, and belong to [`crate::ordered`].
 //!
 //! The crate's root re-exports the types a caller configures a process with and matches its errors
 //! on ([`Redis`], [`RedisConfig`], [`ConnectError`], [`ConnectErrorKind`]); everything else is

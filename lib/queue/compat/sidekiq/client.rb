@@ -2,7 +2,8 @@
 
 module Sidekiq
   # Sidekiq::Client on JobQueue::Client: `push`, `push_bulk` (class and instance), `enqueue`,
-  # `enqueue_to`, `enqueue_in`, `enqueue_to_in`. Sharding (`Client.new(pool)`, `Client.via`) raises.
+  # `enqueue_to`, `enqueue_in`, `enqueue_to_in`. `Client.via` takes a shard's name
+  # (config.redis_shards), not a pool; `Client.new(pool)` raises.
   class Client < JobQueue::Client
     SHARDING = "queue has one Redis per app (`config.redis`); there is no per-client pool"
 
@@ -29,8 +30,11 @@ module Sidekiq
         klass.set(queue: queue.to_s).perform_in(interval, *args)
       end
 
-      def via(_pool)
-        raise NotImplementedError, "Sidekiq::Client.via is not supported: #{SHARDING}"
+      # Sidekiq Pro's `via(pool)` by shard name: `Sidekiq::Client.via("jobs_b") { ... }`.
+      def via(shard, &block)
+        return super if shard.is_a?(String) || shard.is_a?(Symbol)
+
+        raise NotImplementedError, "Sidekiq::Client.via(pool) is not supported: give a shard's name from config.redis_shards (README, \"Shards\")"
       end
     end
   end
