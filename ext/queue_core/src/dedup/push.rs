@@ -199,23 +199,28 @@ fn general_invocation(
 }
 
 /// The `dedup_push_one.lua` call, when `entry` is the common case it takes: immediate, and nothing
-/// to record beside the key (no positions, no `reschedule_once`).
-fn one_invocation(
+/// to record beside the key (no positions, no `reschedule_once`). Written straight into one
+/// `EVALSHA` command: a `ScriptInvocation` holds each key and argument in a buffer of its own and
+/// copies them all into a command again when invoked, on every `perform_async`.
+fn one_command(
     keys: &Keys,
     queue: &str,
     opts: &PushOptions,
     entry: &Entry<'_>,
-) -> Option<ScriptInvocation<'static>> {
+) -> Option<redis::Cmd> {
     if !entry.at.is_empty() || !entry.positions.is_empty() || opts.reschedule {
         return None;
     }
     let (flag_field, drop) = opts.dropping(queue);
-    let mut inv = scripts::DEDUP_PUSH_ONE.prepare_invoke();
-    inv.key(keys.queues())
-        .key(keys.queue(queue))
-        .key(&entry.key)
-        .key(keys.features())
-        .key(keys.metrics())
+    let mut cmd = redis::Cmd::with_capacity(15, entry.json.len() + 2 * entry.key.len() + 160);
+    cmd.arg("EVALSHA")
+        .arg(scripts::DEDUP_PUSH_ONE.get_hash())
+        .arg(5)
+        .arg(keys.queues())
+        .arg(keys.queue(queue))
+        .arg(&entry.key)
+        .arg(keys.features())
+        .arg(keys.metrics())
         .arg(queue)
         .arg(entry.jid)
         .arg(entry.ttl)
@@ -223,7 +228,7 @@ fn one_invocation(
         .arg(if drop { "1" } else { "0" })
         .arg(flag_field)
         .arg(opts.drops_field(queue));
-    Some(inv)
+    Some(cmd)
 }
 
 /// The job JSON with `"idempotency_key": key` added, and its `wal_locations`. A job without either
@@ -276,8 +281,8 @@ pub fn push_sync(
         return Ok(Vec::new());
     }
     if let [entry] = entries.as_slice() {
-        if let Some(inv) = one_invocation(conn.keys(), queue, opts, entry) {
-            if let Some(status) = conn.script::<Option<String>>(&inv)? {
+        if let Some(cmd) = one_command(conn.keys(), queue, opts, entry) {
+            if let Some(status) = conn.evalsha::<Option<String>>(&scripts::DEDUP_PUSH_ONE, &cmd)? {
                 return Ok(vec![outcome(status)]);
             }
         }
