@@ -42,6 +42,7 @@ module JobQueue
              "       queue migrate [options] FROM TO   (rename a queue, or move one between shards with --queue; queue migrate -h)\n" \
              "       queue stats | retry|dead list|retry|delete | morgue list|retry|delete   (inspect; queue stats -h)\n" \
              "       queue pause|unpause NAME... | paused   (stop or resume fetching a queue; queue pause -h)\n" \
+             "       queue cron list | enable|disable|run NAME...   (cron schedules; queue cron -h)\n" \
              "       queue web [--port 7433]           (the dashboard; queue web -h)\n" \
              "       queue feature enable|disable NAME | list   (feature flags in Redis; queue feature -h)\n" \
              "       queue ordered ACTION              (ordered workers' stats and morgue; queue ordered -h)"
@@ -70,6 +71,8 @@ module JobQueue
       return inspect_command(argv.first, argv.drop(1)) if INSPECT_COMMANDS.include?(argv.first)
       # `queue pause|unpause NAME`, `queue paused` (lib/queue/api/pause_command.rb).
       return pause_command(argv.first, argv.drop(1)) if PAUSE_COMMANDS.include?(argv.first)
+      # `queue cron list|enable|disable|run NAME`: the stored cron schedules (lib/queue/cron_command.rb).
+      return cron_command(argv.drop(1)) if argv.first == "cron"
       # `queue web --port 7433`: the dashboard on its own server (lib/queue/web/command.rb).
       return Web::Command.new(out: @out).run(argv.drop(1)) { |options| boot_app(options) if options[:require] } if argv.first == "web"
 
@@ -186,6 +189,11 @@ module JobQueue
       require_relative "api"
       require_relative "api/pause_command"
       API::PauseCommand.new(out: @out).run(command, argv) { |options| boot_app(options) if options[:require] }
+    end
+
+    def cron_command(argv)
+      require_relative "cron_command"
+      CronCommand.new(out: @out).run(argv) { |options| boot_app(options) if options[:require] }
     end
 
     # Loads the app for a subcommand, with its environment.

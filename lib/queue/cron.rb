@@ -31,12 +31,45 @@ module JobQueue
       # The file a server loads at start when it exists (sidekiq-cron's `cron_schedule_file`).
       attr_writer :schedule_file
 
+      # Whether the start's load removes stored schedules the app no longer declares (default true).
+      attr_writer :remove_undeclared
+
       def schedule_file = @schedule_file || "config/schedule.yml"
 
+      def remove_undeclared = @remove_undeclared != false
+
       # Called by the CLI once the app is booted, as sidekiq-cron's schedule loader runs at startup:
-      # a bad schedule in the file stops the start with an error naming it.
+      # the app's declared schedules (the schedule file's and the workers' `cron`) are stored, and,
+      # unless the app declares none, the stored schedules it no longer declares are removed. A bad
+      # schedule stops the start with an error naming it, and nothing is stored.
       def load_schedule_file_at_start
-        load_file(schedule_file) if File.exist?(schedule_file)
+        declared = File.exist?(schedule_file) ? read_file(schedule_file) : []
+        declared += declared_by_workers
+        return [] if declared.empty?
+
+        names = declared.map { |options| options["name"] }
+        twice = names.select { |name| names.count(name) > 1 }.uniq
+        raise InvalidSchedule, "cron schedule #{twice.first.inspect} is declared twice (#{schedule_file} and a worker's cron, or two workers)" unless twice.empty?
+
+        remove_undeclared ? load_from_array!(declared) : load_from_array(declared)
+      end
+
+      # Records a worker's schedule (`cron "*/5 * * * *"` in the class); stored by the server's start.
+      def declare(klass, cron, name: nil, **options)
+        raise InvalidSchedule, "#{klass}: cron needs a cron string, got #{cron.inspect}" unless cron.is_a?(String) && !cron.strip.empty?
+        raise InvalidSchedule, "#{klass}: cron needs a named class" if klass.name.nil?
+
+        name = (name || default_name(klass)).to_s
+        declared[name] = options.transform_keys(&:to_s).merge("name" => name, "class" => klass.name, "cron" => cron)
+      end
+
+      # The schedules workers declared, as options with names.
+      def declared_by_workers = declared.values
+
+      # The name a worker's schedule gets unless given: the class name underscored
+      # (`Admin::PruneWorker` => "admin/prune_worker").
+      def default_name(klass)
+        klass.name.gsub("::", "/").gsub(/([A-Z\d]+)([A-Z][a-z])/, '\1_\2').gsub(/([a-z\d])([A-Z])/, '\1_\2').downcase
       end
 
       # Stores each schedule of `hash` (name => options). Raises InvalidSchedule, and stores none, if
@@ -78,16 +111,26 @@ module JobQueue
       # Loads a schedule file as sidekiq-cron's schedule loader reads `config/schedule.yml`: a Hash
       # of name => options, or an Array of options with names.
       def load_file(path = "config/schedule.yml")
-        require "yaml"
-        schedule = YAML.load_file(path)
-        case schedule
-        when Hash then load_from_hash(schedule)
-        when Array then load_from_array(schedule)
-        else raise InvalidSchedule, "#{path}: a cron schedule file holds a Hash or an Array, got #{schedule.class}"
-        end
+        load_from_array(read_file(path))
       end
 
       private
+
+      def declared = @declared ||= {}
+
+      # A schedule file's schedules, as options with names.
+      def read_file(path)
+        require "yaml"
+        schedule = YAML.load_file(path)
+        case schedule
+        when Hash then schedule.map { |name, options| with_name(name, options) }
+        when Array then schedule
+        when nil, false then []
+        else raise InvalidSchedule, "#{path}: a cron schedule file holds a Hash or an Array, got #{schedule.class}"
+        end
+      rescue Psych::SyntaxError => e
+        raise InvalidSchedule, "#{path}: not YAML: #{e.message}"
+      end
 
       def with_name(name, options)
         raise InvalidSchedule, "cron schedule #{name.to_s.inspect} must be a Hash of options, got #{options.inspect}" unless options.is_a?(Hash)
@@ -141,6 +184,7 @@ module JobQueue
         @queue_name_delimiter = o["queue_name_delimiter"]
         @queue_option = o["queue"]&.to_s
         @status = o["status"]&.to_s
+        @catch_up = flag?(o["catch_up"])
         @last_enqueue_time = nil
       end
 
@@ -177,7 +221,20 @@ module JobQueue
       def active_job? = @active_job
       def date_as_argument? = @date_as_argument
 
+      # Whether the latest tick missed while no server ran is pushed when one starts (see README).
+      def catch_up? = @catch_up
+
       def destroy = JobQueue.engine.cron_destroy(@name)
+
+      # Pushes the job now, whatever the status (sidekiq-cron's `enque!`). False if it is not stored.
+      def run_now! = JobQueue.engine.cron_run_now(@name)
+      alias_method :enque!, :run_now!
+
+      # The next tick after now, as a UTC Time (nil for a cron string that never runs again).
+      def next_time
+        at = JobQueue.engine.cron_next_tick(@name, @cron)
+        at && Time.at(at).utc
+      end
 
       # `[{"jid" => ..., "enqueued" => ...}, ...]`, newest first.
       def jid_history = JobQueue.engine.cron_jid_history(@name).map { |raw| JSON.parse(raw) }
@@ -190,7 +247,8 @@ module JobQueue
           message: @message.is_a?(String) ? @message : JSON.generate(@message || {}),
           status: @status, active_job: @active_job,
           queue_name_prefix: @queue_name_prefix, queue_name_delimiter: @queue_name_delimiter,
-          last_enqueue_time: @last_enqueue_time&.strftime(TIME_FORMAT), symbolize_args: false
+          last_enqueue_time: @last_enqueue_time&.strftime(TIME_FORMAT), symbolize_args: false,
+          catch_up: @catch_up
         }
       end
 
@@ -223,6 +281,7 @@ module JobQueue
           "default"
         end
         @status = f["status"].to_s.empty? ? "enabled" : f["status"]
+        @catch_up = flag?(f["catch_up"])
         @last_enqueue_time = parse_time(f["last_enqueue_time"])
       end
 
@@ -241,7 +300,18 @@ module JobQueue
         message = options.merge("class" => @klass, "args" => @args)
         message["queue"] = @queue_option if @queue_option
         @queue = (message["queue"] ||= "default").to_s
-        message
+        message.merge(cron_context(klass))
+      end
+
+      # The "meta.*" fields GitLab's client middleware gives a job its cron poller pushes, which
+      # runs in no request's context: a CronjobQueue worker's `caller_id` "Cronjob", and the
+      # worker's feature category.
+      def cron_context(klass)
+        meta = {}
+        meta["meta.caller_id"] = "Cronjob" if klass.respond_to?(:cronjob_queue?) && klass.cronjob_queue?
+        category = klass.respond_to?(:get_feature_category) && klass.get_feature_category
+        meta["meta.feature_category"] = category.to_s if category
+        meta
       end
 
       def constantize!

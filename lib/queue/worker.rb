@@ -103,6 +103,13 @@ module JobQueue
         @merged_options
       end
 
+      # Runs this worker on a schedule: `cron "*/5 * * * *"` (options as a schedule file's: `name`,
+      # default the class name underscored; `args`, `queue`, `description`, `catch_up`, ...). The
+      # server stores it at start with the schedule file's (lib/queue/cron.rb).
+      def cron(cron, **options)
+        Cron.declare(self, cron, **options)
+      end
+
       def sidekiq_retry_in(&block)
         @retry_in_block = block
       end

@@ -103,6 +103,39 @@ RSpec.describe "the dashboard in Chromium", type: :feature do
     end
   end
 
+  it "disables, enables and runs a cron schedule by clicking" do
+    require_relative "../apps/basic"
+    JobQueue::Cron.load_from_hash("nightly" => {"class" => "EchoWorker", "cron" => "0 3 * * * UTC", "args" => [7], "description" => "nightly echo"})
+    visit "/cron"
+    row = "//tr[.//a[text()='nightly']]"
+    within(:xpath, row) do
+      expect(page).to have_content("0 3 * * * UTC")
+      expect(page).to have_css(".tag.ok", text: "enabled")
+      click_button "Disable"
+    end
+    expect(page).to have_css(".flash", text: "Disabled cron schedule nightly.")
+    expect(redis.hget("cron_job:nightly", "status")).to eq("disabled")
+    within(:xpath, row) { expect(page).to have_css(".tag.warn", text: "disabled") }
+
+    within(:xpath, row) { click_button "Run now" }
+    expect(page).to have_css(".flash", text: "Pushed cron schedule nightly.")
+    jid = JSON.parse(redis.lindex("queue:default", 0))["jid"]
+    within(:xpath, row) { expect(page).to have_css("code.jid", text: jid) }
+    screenshot("cron")
+
+    within(:xpath, row) { click_button "Enable" }
+    expect(page).to have_css(".flash", text: "Enabled cron schedule nightly.")
+    expect(redis.hget("cron_job:nightly", "status")).to eq("enabled")
+
+    click_link "nightly"
+    expect(page).to have_content("nightly echo")
+    expect(page).to have_css("code.jid", text: jid)
+    click_button "Disable"
+    expect(page).to have_current_path("/cron/nightly")
+    expect(redis.hget("cron_job:nightly", "status")).to eq("disabled")
+    screenshot("cron-job")
+  end
+
   it "retries a dead job by clicking, and shows every page" do
     server = ServerProcess.new(app: "api_retry.rb", args: ["-c", "2", "-q", "default", "-g", "browser"]).start
     begin

@@ -30,7 +30,18 @@ impl Keys {
     }
 
     pub(crate) fn key(&self, name: &str) -> String {
-        format!("{}{}", self.prefix, name)
+        self.joined(&[name])
+    }
+
+    /// The prefix and `parts` joined, without the formatting machinery: keys are built on every push.
+    fn joined(&self, parts: &[&str]) -> String {
+        let len = self.prefix.len() + parts.iter().map(|p| p.len()).sum::<usize>();
+        let mut key = String::with_capacity(len);
+        key.push_str(&self.prefix);
+        for part in parts {
+            key.push_str(part);
+        }
+        key
     }
 
     /// SET of every queue name that has had an immediate push.
@@ -40,7 +51,7 @@ impl Keys {
 
     /// LIST of job JSON; clients LPUSH, servers take from the right.
     pub fn queue(&self, name: &str) -> String {
-        self.key(&format!("queue:{name}"))
+        self.joined(&["queue:", name])
     }
 
     /// ZSET of jobs to run later, scored by run-at epoch seconds.
@@ -129,7 +140,7 @@ impl Keys {
     /// STRING holding the jid of the job that holds an idempotency key (GitLab's deduplication):
     /// `duplicate:<queue>:<sha256 hex of "<class>:<args JSON>">`. Also the job's `idempotency_key`.
     pub fn duplicate(&self, queue: &str, digest: &str) -> String {
-        self.key(&format!("duplicate:{queue}:{digest}"))
+        self.joined(&["duplicate:", queue, ":", digest])
     }
 
     /// HASH beside an idempotency key (`<key>:meta`), of our own: `dropped` when a duplicate was

@@ -190,6 +190,76 @@ fn after_downtime_missed_ticks_are_skipped() {
 }
 
 #[test]
+fn a_catch_up_schedule_runs_its_latest_missed_tick_once() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    // Both saved at 2023-11-14 22:13:20 UTC (the save claims the day's tick, as sidekiq-cron's does).
+    let saved = 1700000000.0;
+    for name in ["skips", "catches_up"] {
+        store(&mut c, &t, name, "0 3 * * * UTC", "enabled");
+        redis::cmd("ZADD")
+            .arg(t.key(&format!("cron_job:{name}:enqueued")))
+            .arg(1699930800.0)
+            .arg("2023-11-14T03:00:00Z")
+            .exec(&mut c)
+            .expect("ZADD");
+    }
+    redis::cmd("HSET")
+        .arg(t.key("cron_job:catches_up"))
+        .arg("catch_up")
+        .arg("true")
+        .exec(&mut c)
+        .expect("HSET");
+    let mut bc = BlockingConn::new(&t.redis()).expect("blocking connection");
+    // Down from before the 15th's 03:00 tick (and the 16th's) until 10:00 on the 16th: the skipping
+    // schedule pushes nothing, the catch-up one its latest missed tick, the 16th's, once.
+    let back = saved + 86_400.0 + 11.0 * 3600.0 + 46.0 * 60.0 + 40.0;
+    let mut tab = Crontab::new();
+    assert_eq!(turn(&mut bc, &mut tab, back), 1);
+    assert_eq!(turn(&mut bc, &mut tab, back + 1.0), 0);
+    let ticks = zrange_scores(&mut c, &t.key("cron_job:catches_up:enqueued"));
+    assert_eq!(
+        ticks.last().map(|(m, _)| m.clone()),
+        Some(b"2023-11-16T03:00:00Z".to_vec())
+    );
+    assert_eq!(ticks.len(), 1, "the day-old claim forgotten: {ticks:?}");
+    assert_eq!(
+        zrange_scores(&mut c, &t.key("cron_job:skips:enqueued")).len(),
+        1
+    );
+    assert_eq!(llen(&mut c, &t.key("queue:cronq")), 1);
+    // Another process that builds its index (a new leader) finds the tick claimed: no second push.
+    let mut other = Crontab::new();
+    assert_eq!(turn(&mut bc, &mut other, back + 2.0), 0);
+    // Both run at their next tick.
+    assert_eq!(turn(&mut bc, &mut tab, back + 17.0 * 3600.0), 2);
+}
+
+#[test]
+fn run_now_pushes_whatever_the_status_and_claims_no_tick() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    store(&mut c, &t, "off", "0 3 * * *", "disabled");
+    let mut bc = BlockingConn::new(&t.redis()).expect("blocking connection");
+    let now = 1700000000.0;
+    let ran = bc
+        .run(async |conn| queue_core::cron::store::run_now(conn, "off", now).await)
+        .expect("run now");
+    assert!(ran);
+    let missing = bc
+        .run(async |conn| queue_core::cron::store::run_now(conn, "nope", now).await)
+        .expect("run now");
+    assert!(!missing);
+    assert_eq!(llen(&mut c, &t.key("queue:cronq")), 1);
+    assert!(!exists(&mut c, &t.key("cron_job:off:enqueued")));
+    assert_eq!(
+        hget(&mut c, &t.key("cron_job:off"), "last_enqueue_time").as_deref(),
+        Some("2023-11-14 22:13:20 +0000")
+    );
+    assert_eq!(lrange(&mut c, &t.key("cron_job:off:jid_history")).len(), 1);
+}
+
+#[test]
 fn a_tick_no_later_than_the_last_enqueue_is_not_pushed() {
     let t = TestRedis::start();
     let mut c = t.conn();

@@ -123,6 +123,28 @@ fn idempotent_duplicates_are_dropped_in_one_atomic_push() {
 /// `perform_async`'s push (one immediate job) takes its key, or is dropped, through the short
 /// `dedup_push_one.lua`, in one round trip; only a duplicate to mark needs the general script, in a
 /// second. The job and key it writes are the general script's, byte for byte.
+/// The short script's `EVALSHA` is built by hand: after `SCRIPT FLUSH` (a restarted Redis) it loads
+/// the script and pushes all the same.
+#[test]
+fn the_short_script_is_loaded_again_after_a_flush() {
+    let t = TestRedis::start();
+    let mut conn = SyncConn::new(&t.redis());
+    let mut c = t.conn();
+    assert_eq!(
+        push(&mut conn, &opts(true, false), &[job("a", "")]),
+        vec![Outcome::Pushed]
+    );
+    redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .exec(&mut c)
+        .expect("SCRIPT FLUSH");
+    assert_eq!(
+        push(&mut conn, &opts(true, false), &[job("b", "")]),
+        vec![Outcome::Dropped("a".into())]
+    );
+    assert_eq!(lrange(&mut c, &t.key("queue:default")).len(), 1);
+}
+
 #[test]
 fn one_job_is_pushed_or_dropped_by_the_short_script() {
     let t = TestRedis::with_namespace("resque:gitlab:");

@@ -42,6 +42,25 @@ module JobQueue
 
       def pause_queue(name) = JobQueue::Queue.new(name).pause!
 
+      # Every cron schedule, by name (one read of each: an app has tens of schedules, not millions).
+      def cron_jobs = JobQueue::Cron::Job.all.map { |job| cron_info(job) }
+
+      def cron_job(name)
+        job = JobQueue::Cron::Job.find(name.to_s)
+        job && cron_info(job)
+      end
+
+      def cron_info(job)
+        next_time = begin
+          job.enabled? ? job.next_time : nil
+        rescue ArgumentError
+          nil # a cron string another tool stored that we cannot read; the server skips it too
+        end
+        {name: job.name, cron: job.cron, klass: job.klass, queue: job.queue, description: job.description,
+         status: job.status, enabled: job.enabled?, catch_up: job.catch_up?, last: job.last_enqueue_time,
+         next: next_time, history: job.jid_history}
+      end
+
       def unpause_queue(name) = JobQueue::Queue.new(name).unpause!
 
       # A page of a queue's jobs (JobRecords), the newest first.

@@ -44,6 +44,17 @@ impl Engine {
         self.cron_run(async |c| store::find(c, &name).await)
     }
 
+    /// `cron_run_now(name)`: pushes the schedule's job now (sidekiq-cron's `enque!`); false if there
+    /// is no such schedule.
+    fn cron_run_now(&self, name: String) -> Result<bool, Error> {
+        self.cron_run(async |c| store::run_now(c, &name, now_f64()).await)
+    }
+
+    /// `cron_next_tick(name, cron)`: the cron string's first tick after now, in epoch seconds, or nil.
+    fn cron_next_tick(&self, name: String, cron: String) -> Result<Option<i64>, Error> {
+        store::next_tick(&name, &cron, now_f64().floor() as i64).map_err(to_ruby)
+    }
+
     fn cron_jid_history(&self, name: String) -> Result<Vec<String>, Error> {
         self.cron_run(async |c| store::jid_history(c, &name).await)
     }
@@ -60,6 +71,8 @@ pub fn define(native: &magnus::RModule) -> Result<(), Error> {
     e.define_method("cron_destroy", magnus::method!(Engine::cron_destroy, 1))?;
     e.define_method("cron_all", magnus::method!(Engine::cron_all, 0))?;
     e.define_method("cron_find", magnus::method!(Engine::cron_find, 1))?;
+    e.define_method("cron_run_now", magnus::method!(Engine::cron_run_now, 1))?;
+    e.define_method("cron_next_tick", magnus::method!(Engine::cron_next_tick, 2))?;
     e.define_method(
         "cron_jid_history",
         magnus::method!(Engine::cron_jid_history, 1),

@@ -231,10 +231,12 @@ impl Engine {
         push: impl FnOnce(&mut SyncConn, &str, &[u8], Option<&dedup::PushOptions>) -> queue_core::Result<T>
             + Send,
     ) -> Result<T, Error> {
-        let dedup = template.dedup_with(flag);
+        // The template's own options when the script reads the flag (the common case): no copy.
+        let given = flag.and_then(|_| template.dedup_with(flag));
+        let dedup = given.as_ref().or(template.dedup.as_ref());
         let (queue, prefix) = (template.queue.as_str(), template.prefix.as_slice());
         let (redis, id) = (&self.redis, self.id);
-        blocking(move || with_sync(redis, id, |c| push(c, queue, prefix, dedup.as_ref())))
+        blocking(move || with_sync(redis, id, |c| push(c, queue, prefix, dedup)))
     }
 
     /// `schedule([[at, json], ...])`: ZADD to `schedule`.

@@ -35,7 +35,7 @@ pub struct Built {
 }
 
 /// sidekiq-cron's truth test for its flags: `true`, or a string matching `true|t|yes|y|1`.
-fn flag(value: Option<&str>) -> bool {
+pub fn flag(value: Option<&str>) -> bool {
     matches!(
         value.map(str::to_ascii_lowercase).as_deref(),
         Some("true" | "t" | "yes" | "y" | "1")

@@ -5,8 +5,9 @@
 //! leader watches.
 
 use crate::clock::float_string;
+use crate::cron::job::FIELDS;
 use crate::cron::schedule::Schedule;
-use crate::cron::tab::tick_member;
+use crate::cron::tab::{push, tick_member};
 use crate::error::{Error, Result};
 use crate::link::connection::Conn;
 use crate::scripts;
@@ -111,4 +112,26 @@ pub async fn jid_history(conn: &mut Conn, name: &str) -> Result<Vec<String>> {
         .keys()
         .cron_job(&format!("{}:jid_history", member(name)));
     conn.cmd(redis::cmd("LRANGE").arg(key).arg(0).arg(-1)).await
+}
+
+/// Pushes schedule `name`'s job now, as sidekiq-cron's `enque!` does (its dashboard's "Enqueue
+/// now"): whatever its status, claiming no tick, recording `last_enqueue_time` and the jid. False if
+/// there is no such schedule; an error naming it if its stored message cannot make a job.
+pub async fn run_now(conn: &mut Conn, name: &str, now: f64) -> Result<bool> {
+    let key = conn.keys().cron_job(&member(name));
+    let mut cmd = redis::cmd("HMGET");
+    cmd.arg(key);
+    for f in FIELDS {
+        cmd.arg(f);
+    }
+    let fields: Vec<Option<String>> = conn.cmd(&cmd).await?;
+    if fields.iter().all(Option::is_none) {
+        return Ok(false);
+    }
+    push(conn, name, None, &fields, now).await
+}
+
+/// The first tick of `cron` strictly after `now` (epoch seconds), if it has one.
+pub fn next_tick(name: &str, cron: &str, now: i64) -> Result<Option<i64>> {
+    Ok(check(name, cron)?.tick_after(now))
 }

@@ -19,7 +19,11 @@
 //! turn) and one script call (`cron_enqueue.lua`) that claims the tick and pushes.
 //!
 //! Missed ticks are skipped, as sidekiq-cron skips them: a tick is pushed only within [`WINDOW`] of
-//! its time, so after downtime a schedule runs at its next tick, not once per tick it missed.
+//! its time, so after downtime a schedule runs at its next tick, not once per tick it missed. A
+//! schedule whose hash has `catch_up` set (a field sidekiq-cron ignores) is pushed for its latest
+//! missed tick instead, once: when the index is built, its next tick is its latest one however old,
+//! and the claim in `:enqueued` and `last_enqueue_time` keep a tick that did run from running again.
+//! That costs one read per catch-up schedule when the index is built, none after.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -41,10 +45,15 @@ pub const WINDOW: i64 = 60;
 pub const REMEMBER: i64 = 24 * 60 * 60;
 /// Entries kept in `:jid_history` (sidekiq-cron's default `cron_history_size`).
 pub const HISTORY: i64 = 10;
+/// The hash field that asks for the latest missed tick to be pushed after downtime (ours; sidekiq-cron
+/// neither reads nor removes it).
+pub const CATCH_UP: &str = "catch_up";
 
 #[derive(Debug)]
 struct Entry {
     cron: String,
+    /// Whether the schedule catches up its latest missed tick.
+    catch_up: bool,
     schedule: Schedule,
     /// The tick to push next (epoch seconds).
     next: i64,
@@ -133,33 +142,42 @@ impl Crontab {
             .collect();
         let mut pipe = redis::pipe();
         for member in &members {
-            pipe.cmd("HGET").arg(keys.cron_job(member)).arg("cron");
+            pipe.cmd("HMGET")
+                .arg(keys.cron_job(member))
+                .arg("cron")
+                .arg(CATCH_UP);
         }
-        let rows: Vec<Option<String>> = if members.is_empty() {
+        let rows: Vec<(Option<String>, Option<String>)> = if members.is_empty() {
             Vec::new()
         } else {
             conn.pipe(&pipe).await?
         };
         let second = now.floor() as i64;
         let mut entries = HashMap::with_capacity(rows.len());
-        for (member, cron) in members.iter().zip(rows) {
+        for (member, (cron, catch_up)) in members.iter().zip(rows) {
             let name = member["cron_job:".len()..].to_owned();
             let Some(cron) = cron else { continue };
-            let old = self.entries.remove(&name).filter(|e| e.cron == cron);
+            let catch_up = job::flag(catch_up.as_deref());
+            let old = self
+                .entries
+                .remove(&name)
+                .filter(|e| e.cron == cron && e.catch_up == catch_up);
             let entry = match old {
                 Some(e) => e,
                 None => match Schedule::parse(&name, &cron) {
                     Ok(schedule) => {
                         self.broken.remove(&name);
                         // A tick within the window that nobody claimed yet is still pushed (the
-                        // claim in Redis decides); sidekiq-cron's save claims the current one.
+                        // claim in Redis decides); sidekiq-cron's save claims the current one. A
+                        // catch-up schedule's latest tick is tried however old.
                         let next = schedule
                             .tick_at_or_before(second)
-                            .filter(|t| second - t <= WINDOW)
+                            .filter(|t| catch_up || second - t <= WINDOW)
                             .or_else(|| schedule.tick_after(second));
                         let Some(next) = next else { continue };
                         Entry {
                             cron,
+                            catch_up,
                             schedule,
                             next,
                         }
@@ -196,7 +214,7 @@ impl Crontab {
                 .schedule
                 .tick_at_or_before(second)
                 .unwrap_or(entry.next);
-            if second - tick <= WINDOW {
+            if second - tick <= WINDOW || entry.catch_up {
                 due.push((name.clone(), tick));
             } else {
                 tracing::info!(schedule = %name, tick, "cron tick missed; skipped");
@@ -270,6 +288,20 @@ async fn push_tick(
     fields: &[Option<String>],
     now: f64,
 ) -> Result<bool> {
+    push(conn, name, Some(tick), fields, now).await
+}
+
+/// Pushes schedule `name`'s job built from `fields`: for `tick`, claiming it (nothing is pushed if it
+/// was claimed, or the schedule is disabled or gone); with no tick, at once ("run now": no claim, the
+/// status not read, nothing pushed only if the schedule is gone). Records `last_enqueue_time` and
+/// the jid as a tick does. True if pushed.
+pub(crate) async fn push(
+    conn: &mut Conn,
+    name: &str,
+    tick: Option<i64>,
+    fields: &[Option<String>],
+    now: f64,
+) -> Result<bool> {
     let keys = conn.keys().clone();
     let built = job::build(name, fields, now, crate::dedup::new_jid())?;
     let member = format!("cron_job:{name}");
@@ -281,8 +313,8 @@ async fn push_tick(
         .key(keys.cron_job(&format!("{member}:jid_history")))
         .key(keys.queues())
         .key(keys.queue(&built.queue))
-        .arg(float_string(tick as f64))
-        .arg(tick_member(tick))
+        .arg(tick.map(|t| float_string(t as f64)).unwrap_or_default())
+        .arg(tick.map(tick_member).unwrap_or_default())
         .arg(&built.json)
         .arg(&built.queue)
         .arg(&last_enqueue)

@@ -74,7 +74,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The feature flag that turns dropping off for a queue (GitLab's name).
 pub fn flag_name(queue: &str) -> String {
-    format!("disable_{queue}_deduplication")
+    ["disable_", queue, "_deduplication"].concat()
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

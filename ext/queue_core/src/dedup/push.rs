@@ -200,23 +200,28 @@ fn general_invocation(
 }
 
 /// The `dedup_push_one.lua` call, when `entry` is the common case it takes: immediate, and nothing
-/// to record beside the key (no positions, no `reschedule_once`).
-fn one_invocation(
+/// to record beside the key (no positions, no `reschedule_once`). Written straight into one
+/// `EVALSHA` command: a `ScriptInvocation` holds each key and argument in a buffer of its own and
+/// copies them all into a command again when invoked, on every `perform_async`.
+fn one_command(
     keys: &Keys,
     queue: &str,
     opts: &PushOptions,
     entry: &Entry<'_>,
-) -> Option<ScriptInvocation<'static>> {
+) -> Option<redis::Cmd> {
     if !entry.at.is_empty() || !entry.positions.is_empty() || opts.reschedule {
         return None;
     }
     let (flag_field, drop) = opts.dropping(queue);
-    let mut inv = scripts::DEDUP_PUSH_ONE.prepare_invoke();
-    inv.key(keys.queues())
-        .key(keys.queue(queue))
-        .key(&entry.key)
-        .key(keys.features())
-        .key(keys.metrics())
+    let mut cmd = redis::Cmd::with_capacity(15, entry.json.len() + 2 * entry.key.len() + 160);
+    cmd.arg("EVALSHA")
+        .arg(scripts::DEDUP_PUSH_ONE.get_hash())
+        .arg(5)
+        .arg(keys.queues())
+        .arg(keys.queue(queue))
+        .arg(&entry.key)
+        .arg(keys.features())
+        .arg(keys.metrics())
         .arg(queue)
         .arg(entry.jid)
         .arg(entry.ttl)
@@ -224,7 +229,7 @@ fn one_invocation(
         .arg(if drop { "1" } else { "0" })
         .arg(flag_field)
         .arg(opts.drops_field(queue));
-    Some(inv)
+    Some(cmd)
 }
 
 /// The job JSON with `"idempotency_key": key` added, and its `wal_locations`. A job without either
@@ -277,9 +282,14 @@ pub fn push_sync(
         return Ok(Vec::new());
     }
     if let [entry] = entries.as_slice() {
-        if let Some(inv) = one_invocation(conn.keys(), queue, opts, entry) {
+        if let Some(cmd) = one_command(conn.keys(), queue, opts, entry) {
             // A nil reply wrote nothing (the general script follows): no replica need confirm it.
-            let reply = wait_replicas::script_sync_if(conn, &inv, Option::<String>::is_some)?;
+            let reply = wait_replicas::evalsha_sync_if(
+                conn,
+                &scripts::DEDUP_PUSH_ONE,
+                &cmd,
+                Option::<String>::is_some,
+            )?;
             if let Some(status) = reply {
                 return Ok(vec![outcome(status)]);
             }

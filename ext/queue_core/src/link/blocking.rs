@@ -182,6 +182,22 @@ impl SyncConn {
         self.run(|c| cmd.query(c))
     }
 
+    /// Sends `cmd`, an `EVALSHA` of `script` built by the caller; loads the script and sends it again
+    /// if the server does not have it (as [`SyncConn::script`] does).
+    pub fn evalsha<T: FromRedisValue>(
+        &mut self,
+        script: &redis::Script,
+        cmd: &redis::Cmd,
+    ) -> Result<T> {
+        self.run(|c| match cmd.query(c) {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                script.load(c)?;
+                cmd.query(c)
+            }
+            other => other,
+        })
+    }
+
     /// Runs a Lua script by its SHA, loading it first if the server does not have it.
     pub fn script<T: FromRedisValue>(
         &mut self,

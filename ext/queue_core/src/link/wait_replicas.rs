@@ -151,6 +151,33 @@ pub fn script_sync_if<T: FromRedisValue>(
     }
 }
 
+/// Runs a push's hand-built `EVALSHA` of `script` (loading it if the server lacks it) on a caller's
+/// connection, waiting for replicas when configured and the reply says it wrote (`wrote`).
+pub fn evalsha_sync_if<T: FromRedisValue>(
+    conn: &mut SyncConn,
+    script: &redis::Script,
+    cmd: &redis::Cmd,
+    wrote: impl Fn(&T) -> bool,
+) -> Result<T> {
+    let Some(wait) = conn.wait_replicas() else {
+        return conn.evalsha(script, cmd);
+    };
+    let mut pipe = redis::pipe();
+    pipe.add_command(cmd.clone());
+    wait.append(&mut pipe);
+    let (reply, reached): (T, i64) = match conn.pipe(&pipe) {
+        Err(e) if is_noscript(&e) => {
+            conn.load_script(&script.prepare_invoke())?;
+            conn.pipe(&pipe)?
+        }
+        other => other?,
+    };
+    if wrote(&reply) {
+        wait.check(reached)?;
+    }
+    Ok(reply)
+}
+
 /// A script the server did not have: nothing ran.
 fn is_noscript(e: &Error) -> bool {
     let Error::Redis {
