@@ -173,7 +173,7 @@ module JobQueue
       @config.capsules.each_value do |cap|
         capsules[cap.name] = {"concurrency" => cap.concurrency, "mode" => cap.mode.to_s, "weights" => cap.weights}
       end
-      JSON.generate(
+      info = {
         "hostname" => hostname,
         "started_at" => Time.now.to_f,
         "pid" => ::Process.pid,
@@ -185,9 +185,10 @@ module JobQueue
         "labels" => Array(@config.labels),
         "identity" => @identity,
         "version" => "queue #{VERSION}",
-        "embedded" => @embedded,
-        "shard" => @shard
-      )
+        "embedded" => @embedded
+      }
+      info["shard"] = @shard if @config.shards.many? # only Sidekiq's own fields on a single Redis
+      JSON.generate(info)
     end
 
     # Queue name => weight as Sidekiq 7/8 record it: 0 for every queue when the order is strict, else

@@ -67,9 +67,10 @@ RSpec.describe "punctual scheduling" do
     # The leader's polls are counted by their ZRANGEs: with nothing due, due.lua reads the head of
     # `schedule` and of `retry` (one ZRANGE each) on every poll it leads, and nothing else a plain
     # server runs calls ZRANGE. Ordered queues (ordered/, ordered_*.lua) do, but this server has none;
-    # so does the inspection API (api/, its filter.lua), which only operators' calls run.
+    # so do the inspection API (api/, its filter.lua) and moving a queue between shards (shard_take_set.lua,
+    # `queue migrate --to`), which only operators' calls run.
     sources = Dir[File.join(ServerProcess::ROOT, "{ext/queue_core/src,ext/queue/src,lib}/**/*.{lua,rs,rb}")]
-      .reject { |f| f.match?(%r{/(ordered|api)/}) || File.basename(f).start_with?("ordered_") || File.basename(f) == "filter.lua" }
+      .reject { |f| f.match?(%r{/(ordered|api)/}) || File.basename(f).start_with?("ordered_") || %w[filter.lua shard_take_set.lua].include?(File.basename(f)) }
     expect(sources.select { |f| File.read(f).match?(/["']ZRANGE["']/i) }.map { |f| File.basename(f) }).to eq(["due.lua"])
 
     start_idle_leader
