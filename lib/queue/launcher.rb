@@ -30,6 +30,7 @@ module JobQueue
       @config.fire_event(:heartbeat) # the engine registered the process and wrote its first beat
       @config.on_server_init&.call
       @ordered = Ordered::Server.start(@config, @identity) # shard leases of ordered workers (ordered/server.rb)
+      @limits = Limits::Refresher.start(@config) # concurrency limits published, lambdas re-read (limits.rb)
       @processors = Array.new(@config.concurrency) { |i| Processor.new(self, @server, @config, i).start }
       @config.logger.info("queue #{VERSION} started as #{@identity}: #{@config.concurrency} threads on #{queue_summary}")
       @config.logger.info("ordered workers: #{@ordered.summary}") if @ordered
@@ -70,6 +71,7 @@ module JobQueue
       processors = @lock.synchronize { @processors.dup }
       processors.each { |p| p.thread.join([deadline - monotonic, 0].max) }
       stragglers = processors.map(&:thread).select(&:alive?)
+      @limits&.stop
       requeued = @server ? @server.stop : 0
       stragglers.each { |t| t.raise(Shutdown, "shutdown timeout") }
       stragglers.each { |t| t.join(2) }

@@ -5,6 +5,7 @@ pub mod cron;
 pub mod engine;
 pub mod fetcher;
 pub mod inspect;
+pub mod limits;
 pub mod log;
 pub mod metrics;
 pub mod ordered;

@@ -1,5 +1,6 @@
 //! One scrape's figures, read from Redis in at most three pipelined round trips:
-//! 1. queue, paused queue and process names, the counters hash, the `schedule`/`retry`/`dead` sizes;
+//! 1. queue, paused queue and process names, the counters hash, the `schedule`/`retry`/`dead` sizes,
+//!    the concurrency limits' three hashes (`limits`);
 //! 2. per queue `LLEN` and its oldest job (`LINDEX -1`, for the latency), per process `HGET busy`;
 //! 3. per ordered worker, its length, morgue size and lag (`ordered::stats`), only if there are any.
 //!
@@ -70,6 +71,8 @@ pub struct Snapshot {
     /// Jobs running now, over those processes.
     pub busy: i64,
     pub ordered: Vec<(String, QueueStats)>,
+    /// Concurrency limits per worker class (`limits`): limit, running, deferred.
+    pub limits: Vec<crate::limits::ClassStats>,
 }
 
 /// Reads one snapshot.
@@ -83,6 +86,10 @@ pub fn scrape(conn: &mut SyncConn, ordered: &[OrderedWorker]) -> Result<Snapshot
     first.cmd("ZCARD").arg(keys.retry());
     first.cmd("ZCARD").arg(keys.dead());
     first.cmd("SMEMBERS").arg(keys.paused());
+    first.cmd("HGETALL").arg(keys.limits());
+    first.cmd("HGETALL").arg(keys.limits_running());
+    first.cmd("HGETALL").arg(keys.limits_deferred());
+    type Counts = Vec<(String, i64)>;
     type First = (
         Vec<String>,
         Vec<String>,
@@ -91,8 +98,11 @@ pub fn scrape(conn: &mut SyncConn, ordered: &[OrderedWorker]) -> Result<Snapshot
         i64,
         i64,
         Vec<String>,
+        Counts,
+        Counts,
+        Counts,
     );
-    let (mut names, processes, fields, scheduled, retry, dead, paused): First =
+    let (mut names, processes, fields, scheduled, retry, dead, paused, caps, running, deferred): First =
         conn.pipe(&first)?;
     // A paused queue is reported even before its first push.
     names.extend(paused.iter().cloned());
@@ -153,6 +163,7 @@ pub fn scrape(conn: &mut SyncConn, ordered: &[OrderedWorker]) -> Result<Snapshot
         processes: alive,
         busy,
         ordered,
+        limits: crate::limits::merge_stats(caps, running, deferred),
     })
 }
 
