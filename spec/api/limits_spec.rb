@@ -113,11 +113,13 @@ RSpec.describe "concurrency and rate limits" do
       expect(times.last - pushed_at).to be <= 30
       expect(started(kind).map { |r| r["n"] }.sort).to eq((1..100).to_a)
       if kind == "window"
-        # No 2 s span holds more than 10 starts (5 ms for the clock reads of two hosts' processes).
-        times.each_cons(11) { |span| expect(span.last - span.first).to be >= 1.995 }
+        # No 2 s span holds more than 10 starts. The limiter counts in Redis's clock as it lets a job
+        # go; `perform` reads the time a little later, by a lag that varies on a busy machine (the
+        # middleware, a thread waiting for the GVL): 0.1 s of room for it.
+        times.each_cons(11) { |span| expect(span.last - span.first).to be >= 1.9 }
       else
         # A full bucket lets 10 go at once, then one every 0.2 s.
-        times.each_with_index { |t, k| expect(t - times.first).to be >= (k - 9) * 0.2 - 0.005 }
+        times.each_with_index { |t, k| expect(t - times.first).to be >= (k - 9) * 0.2 - 0.1 }
       end
     end
     expect(redis.zcard("retry") + redis.zcard("dead")).to eq(0)

@@ -27,7 +27,7 @@ fn push(redis: &Redis, jobs: &[Vec<u8>]) {
 }
 
 fn one_thread(redis: &Redis) -> (Server, Fetcher) {
-    let mut config = server_config(IDENTITY, &[("default", 0)]);
+    let mut config = server_config(IDENTITY, &[("default", 1)]);
     config.concurrency = 1;
     config.max_batch = 1;
     config.strict = true;
@@ -59,17 +59,27 @@ fn over_the_limit_a_job_is_deferred_and_resumes_into_the_freed_slot_ahead_of_new
     let r = TestRedis::with_namespace("ns:");
     let redis = r.redis();
     let mut c = r.conn();
-    let (_server, mut fetcher) = one_thread(&redis);
-    push(&redis, &[job("default", 1), job("default", 2), job("default", 3)]);
+    let mut config = server_config(IDENTITY, &[("default", 1)]);
+    config.max_batch = 1;
+    config.strict = true;
+    let server = Server::start(redis.clone(), config).expect("server starts");
+    let (mut busy, mut other) = (
+        server.fetcher("t1").expect("fetcher"),
+        server.fetcher("t2").expect("fetcher"),
+    );
+    push(
+        &redis,
+        &[job("default", 1), job("default", 2), job("default", 3)],
+    );
 
-    take(&mut fetcher, 1);
+    take(&mut busy, 1);
     assert_eq!(
-        fetcher.limit(&concurrency(1, 1)).expect("acquire"),
+        busy.limit(&concurrency(1, 1)).expect("acquire"),
         Outcome::Run
     );
-    take(&mut fetcher, 2);
+    take(&mut other, 2);
     assert_eq!(
-        fetcher.limit(&concurrency(2, 1)).expect("acquire"),
+        other.limit(&concurrency(2, 1)).expect("acquire"),
         Outcome::Deferred
     );
     assert_eq!(llen(&mut c, &r.key("jq:limit:wait:HardWorker")), 1);
@@ -77,42 +87,51 @@ fn over_the_limit_a_job_is_deferred_and_resumes_into_the_freed_slot_ahead_of_new
         hget(&mut c, &r.key("jq:limits:deferred"), "HardWorker").as_deref(),
         Some("1")
     );
-    // Job 3 is younger than the deferred job 2: it defers behind it even after the slot frees.
-    take(&mut fetcher, 3);
+    take(&mut other, 3);
     assert_eq!(
-        fetcher.limit(&concurrency(3, 1)).expect("acquire"),
+        other.limit(&concurrency(3, 1)).expect("acquire"),
         Outcome::Deferred
     );
-    // Job 1 is still running: nothing but it holds a slot or a working list.
+    // Job 1 alone holds a slot, and no working list holds the deferred jobs.
     assert_eq!(
         hgetall(&mut c, &r.key("jq:limit:run:HardWorker")),
         vec![(jid(1), IDENTITY.to_owned())]
     );
+    assert_eq!(llen(&mut c, &r.key("queue:default")), 0);
 
-    // It finishes: its release (unreplied) resumes job 2 with a reserved slot. The next fetch takes
-    // job 2 and confirms the release on the way.
-    fetcher.done();
-    take(&mut fetcher, 2);
+    // Job 1 finishes: its release (unreplied, with the ack) resumes job 2 into the slot, reserved.
+    busy.done();
+    wait_for("the release to resume job 2", || {
+        llen(&mut c, &r.key("queue:default")) == 1
+    });
+    assert!(hget(&mut c, &r.key("jq:limit:run:HardWorker"), &jid(2))
+        .is_some_and(|o| o.starts_with("r:")));
+    take(&mut other, 2);
     assert_eq!(
-        hget(&mut c, &r.key("jq:limit:run:HardWorker"), &jid(2)).map(|o| o.starts_with("r:")),
-        Some(true)
-    );
-    assert_eq!(
-        fetcher.limit(&concurrency(2, 1)).expect("acquire"),
+        other.limit(&concurrency(2, 1)).expect("acquire"),
         Outcome::Run
     );
     assert_eq!(
         hget(&mut c, &r.key("jq:limits:running"), "HardWorker").as_deref(),
         Some("1")
     );
-    fetcher.done();
-    take(&mut fetcher, 3);
+    // Failing gives the slot back too.
+    let failure = queue_core::retry::Failure {
+        error_class: "RuntimeError".into(),
+        error_message: "boom".into(),
+        backtrace: vec![],
+        retry_in: queue_core::retry::RetryIn::Default,
+        worker_retry: None,
+    };
+    other.fail(&failure).expect("filed");
+    take(&mut busy, 3);
     assert_eq!(
-        fetcher.limit(&concurrency(3, 1)).expect("acquire"),
+        busy.limit(&concurrency(3, 1)).expect("acquire"),
         Outcome::Run
     );
-    fetcher.done();
-    fetcher.close().expect("close");
+    busy.done();
+    busy.close().expect("close");
+    other.close().expect("close");
     assert_eq!(
         hget(&mut c, &r.key("jq:limits:running"), "HardWorker").as_deref(),
         Some("0")
@@ -121,8 +140,12 @@ fn over_the_limit_a_job_is_deferred_and_resumes_into_the_freed_slot_ahead_of_new
         hget(&mut c, &r.key("jq:limits:deferred"), "HardWorker").as_deref(),
         Some("0")
     );
-    assert!(!exists(&mut c, &r.key(&format!("jq:limit:held:{IDENTITY}"))));
+    assert!(!exists(
+        &mut c,
+        &r.key(&format!("jq:limit:held:{IDENTITY}"))
+    ));
     assert_eq!(llen(&mut c, &r.key("queue:default")), 0);
+    assert_eq!(zrange_scores(&mut c, &r.key("retry")).len(), 1);
 }
 
 #[test]
@@ -188,7 +211,10 @@ fn over_a_rate_limit_a_job_books_a_later_start_and_goes_to_schedule_unchanged() 
     let redis = r.redis();
     let mut c = r.conn();
     let (_server, mut fetcher) = one_thread(&redis);
-    push(&redis, &[job("default", 1), job("default", 2), job("default", 3)]);
+    push(
+        &redis,
+        &[job("default", 1), job("default", 2), job("default", 3)],
+    );
     let rated = |n: usize, kind: RateKind| Request {
         class: "HardWorker".into(),
         jid: jid(n),
@@ -218,15 +244,12 @@ fn over_a_rate_limit_a_job_books_a_later_start_and_goes_to_schedule_unchanged() 
     assert_eq!(text(&scheduled[0].0), text(&job("default", 3)));
     let starts = zrange_scores(&mut c, "jq:limit:rate:HardWorker");
     assert!((at - (starts[0].1 + 10.0)).abs() < 0.01, "{at} {starts:?}");
-    assert!(
-        (scheduled[0].1 - at).abs() < 0.01,
-        "{scheduled:?} {at}"
-    );
+    assert!((scheduled[0].1 - at).abs() < 0.01, "{scheduled:?} {at}");
     fetcher.close().expect("close");
 
     // A bucket of 2: two run, the third books the token that comes 5 s later.
     let (_s2, mut f2) = {
-        let mut config = server_config("host:124:abcdefabcdef", &[("b", 0)]);
+        let mut config = server_config("host:124:abcdefabcdef", &[("b", 1)]);
         config.concurrency = 1;
         config.max_batch = 1;
         let server = Server::start(redis.clone(), config).expect("server");

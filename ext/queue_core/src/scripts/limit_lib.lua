@@ -44,7 +44,7 @@ end
 -- has neither deferred jobs nor reservations.)
 local function lim_pump(prefix, lkey, cap, now_ms)
   local run, wait = lim_run(prefix, lkey), lim_wait(prefix, lkey)
-  local resumed = 0
+  local resumed, back = 0, {}
   while redis.call('HLEN', run) < cap do
     local entry = redis.call('LPOP', wait)
     if not entry then
@@ -52,9 +52,13 @@ local function lim_pump(prefix, lkey, cap, now_ms)
     end
     local queue, jid, job = lim_parse(entry)
     redis.call('HSET', run, jid, 'r:' .. now_ms)
-    redis.call('RPUSH', prefix .. 'queue:' .. queue, job)
-    redis.call('SADD', prefix .. 'queues', queue)
     resumed = resumed + 1
+    back[resumed] = {queue, job}
+  end
+  -- Newest first, so the oldest ends rightmost: taken first.
+  for i = resumed, 1, -1 do
+    redis.call('RPUSH', prefix .. 'queue:' .. back[i][1], back[i][2])
+    redis.call('SADD', prefix .. 'queues', back[i][1])
   end
   if resumed > 0 then
     local class = lim_class(lkey)
