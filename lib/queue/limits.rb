@@ -52,7 +52,8 @@ module JobQueue
 
       # Checks the running job's limits through `fetcher` (Native::Fetcher). True when it must not
       # run now (deferred, scheduled, gone, or the check could not reach Redis: the engine then puts
-      # it back on its queue).
+      # it back on its queue). Any other error (a lambda that raised, Redis refusing the script)
+      # propagates: the processor files the job as failed with it.
       def held_back?(fetcher, klass, spec, job, config)
         args = job["args"]
         name = klass.name
@@ -64,7 +65,7 @@ module JobQueue
           rate && key_for(name, rate.key, args), rate ? rate.kind.to_s : "", rate ? rate.count : 0, rate ? rate.per.to_f : 0.0
         )
         !outcome.nil?
-      rescue ConnectionError, RedisError => e
+      rescue ConnectionError => e
         config.report_error(e, context: "checking a job's limits failed; it goes back to its queue")
         true
       end

@@ -19,25 +19,41 @@ RSpec.describe "concurrency and rate limits" do
       redis.hvals("jq:limits:running").all? { |n| n.to_i.zero? } && redis.hvals("jq:limits:deferred").all? { |n| n.to_i.zero? }
   end
 
+  # The first argument of each job in a limit's deferred list, oldest first (entries are
+  # `<len>:<queue><len>:<jid><job JSON>`).
+  def deferred_args(lkey)
+    redis.lrange("jq:limit:wait:#{lkey}", 0, -1).map do |entry|
+      queue_len, rest = entry.split(":", 2)
+      jid_len, rest = rest[queue_len.to_i..].split(":", 2)
+      JSON.parse(rest[jid_len.to_i..])["args"].first
+    end
+  end
+
   it "runs 200 jobs limited to 2 on 2 processes × 10 threads: never more than 2 at once, deferred ones in arrival order" do
     servers = 2.times.map { start_server(app: "limits.rb", args: ["-c", "10", "-q", "limited"]) }
-    deferred_seen = 0
+    snapshot = nil
     TwoAtATimeWorker.perform_bulk((1..200).map { |n| [n] })
     wait_until("all 200 to run", timeout: 60) do
-      deferred_seen = [deferred_seen, redis.hget("jq:limits:deferred", "TwoAtATimeWorker").to_i].max
+      # The deferred list once it is long: the order those jobs reached the limiter.
+      snapshot ||= (waiting = deferred_args("TwoAtATimeWorker")).size >= 100 ? waiting : nil
       started("two").size == 200 && drained?("limited")
     end
     order = started("two").map { |r| r["n"] }
+    position = order.each_with_index.to_h
+    # Where each job of the snapshot started, relative to the others of the snapshot.
+    ranks = snapshot.sort_by { |n| position.fetch(n) }.each_with_index.to_h
+    out_of_turn = snapshot.each_with_index.map { |n, i| (ranks.fetch(n) - i).abs }.max
     displaced = order.each_with_index.map { |n, i| (n - 1 - i).abs }.max
-    warn format("concurrency limit 2: peak %d running, %d deferred at most, both processes ran %s jobs, max displacement from push order %d",
-      peak("two"), deferred_seen, started("two").group_by { |r| r["pid"] }.values.map(&:size).inspect, displaced)
+    warn format("concurrency limit 2: peak %d running; %d jobs deferred at once, resumed at most %d place(s) out of their turn; " \
+      "both processes ran %s jobs; start order vs push order: max displacement %d (the order threads took them in)",
+      peak("two"), snapshot.size, out_of_turn, started("two").group_by { |r| r["pid"] }.values.map(&:size).inspect, displaced)
     expect(peak("two")).to eq(2)
     expect(order.sort).to eq((1..200).to_a)
     expect(started("two").map { |r| r["pid"] }.uniq.size).to eq(2)
-    expect(deferred_seen).to be > 100 # most jobs waited deferred, none spun on a thread
-    # Jobs reach the limiter as 20 threads take them one at a time, so a job can be overtaken by
-    # those taken at the same moment (19 others), not more; resumption itself keeps that order.
-    expect(displaced).to be <= 25
+    expect(snapshot.size).to be >= 100 # most jobs waited deferred, none spun on a thread
+    # Resumed in the order they were deferred: two resumed jobs may start in either order (two
+    # slots, two threads), no more.
+    expect(out_of_turn).to be <= 1
     expect(redis.zcard("retry") + redis.zcard("dead")).to eq(0)
     expect(redis.keys("jq:limit:held:*").map { |k| redis.scard(k) }.sum).to eq(0)
     expect(servers.map { |s| s.stop.exitstatus }).to eq([0, 0])
@@ -114,12 +130,12 @@ RSpec.describe "concurrency and rate limits" do
       expect(started(kind).map { |r| r["n"] }.sort).to eq((1..100).to_a)
       if kind == "window"
         # No 2 s span holds more than 10 starts. The limiter counts in Redis's clock as it lets a job
-        # go; `perform` reads the time a little later, by a lag that varies on a busy machine (the
-        # middleware, a thread waiting for the GVL): 0.1 s of room for it.
-        times.each_cons(11) { |span| expect(span.last - span.first).to be >= 1.9 }
+        # go (exact: tests/limits.rs); `perform` reads the time later, by a lag that varies on a busy
+        # shared machine (a thread waiting for the GVL): 0.25 s of room for the difference of two lags.
+        times.each_cons(11) { |span| expect(span.last - span.first).to be >= 1.75 }
       else
         # A full bucket lets 10 go at once, then one every 0.2 s.
-        times.each_with_index { |t, k| expect(t - times.first).to be >= (k - 9) * 0.2 - 0.1 }
+        times.each_with_index { |t, k| expect(t - times.first).to be >= (k - 9) * 0.2 - 0.25 }
       end
     end
     expect(redis.zcard("retry") + redis.zcard("dead")).to eq(0)

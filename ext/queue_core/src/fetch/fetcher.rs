@@ -389,8 +389,8 @@ impl Fetcher {
     /// Checks the running job's concurrency and rate limits (`limits`) before it starts: one
     /// round trip. On [`Outcome::Run`] it holds its slot until it settles; otherwise it has left the
     /// working list (deferred, or in `schedule` for later) and is no longer this fetcher's: not
-    /// counted, not timed. If the call fails the job goes back to its queue with the next successful
-    /// round trip, unrun.
+    /// counted, not timed. If Redis cannot be reached the job goes back to its queue with the next
+    /// successful round trip, unrun; any other error leaves it running, to be filed as failed.
     pub fn limit(&mut self, req: &limits::Request) -> Result<Outcome> {
         let Some(unit) = lock(&self.slot).current.as_ref().map(|(u, _)| u.clone()) else {
             return Err(Error::InvalidArgument("no job is running".to_owned()));
@@ -411,11 +411,14 @@ impl Fetcher {
                 tracing::debug!(class = %req.class, jid = %req.jid, outcome = ?held_back, "job held back by its limit");
                 self.let_go_unrun();
             }
-            Err(_) => {
+            Err(e) if e.is_connection() => {
                 if let Some(unit) = self.let_go_unrun() {
                     self.stranded.push(unit);
                 }
             }
+            // Redis refused the script (a limit's key holding another type): the job stays running,
+            // so the caller files it as failed with this error.
+            Err(_) => {}
         }
         outcome
     }

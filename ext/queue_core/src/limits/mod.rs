@@ -219,6 +219,9 @@ pub async fn publish(conn: &mut Conn, caps: &[(String, u64)]) -> Result<u64> {
     pump(conn).await
 }
 
+/// `HGETALL` of a class → count hash.
+pub(crate) type Counts = Vec<(String, i64)>;
+
 /// One worker class's concurrency figures, cluster-wide.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassStats {
@@ -236,17 +239,12 @@ pub async fn stats(conn: &mut Conn) -> Result<Vec<ClassStats>> {
     pipe.cmd("HGETALL").arg(keys.limits());
     pipe.cmd("HGETALL").arg(keys.limits_running());
     pipe.cmd("HGETALL").arg(keys.limits_deferred());
-    let (limits, running, deferred): (Vec<(String, i64)>, Vec<(String, i64)>, Vec<(String, i64)>) =
-        conn.pipe(&pipe).await?;
+    let (limits, running, deferred): (Counts, Counts, Counts) = conn.pipe(&pipe).await?;
     Ok(merge_stats(limits, running, deferred))
 }
 
 /// The three hashes' fields as one row per class.
-pub(crate) fn merge_stats(
-    limits: Vec<(String, i64)>,
-    running: Vec<(String, i64)>,
-    deferred: Vec<(String, i64)>,
-) -> Vec<ClassStats> {
+pub(crate) fn merge_stats(limits: Counts, running: Counts, deferred: Counts) -> Vec<ClassStats> {
     let mut out: Vec<ClassStats> = Vec::new();
     let mut entry = |class: String| -> usize {
         match out.iter().position(|s| s.class == class) {
