@@ -402,6 +402,8 @@ impl Fetcher {
             .and_then(limits::outcome);
         match &outcome {
             Ok(Outcome::Run) => {
+                // Timed from here: the pace sizes batches by the jobs' own work, not the check.
+                self.started = Some(Instant::now());
                 self.limit_slot = req.concurrency.as_ref().map(|(lkey, _)| Held {
                     lkey: lkey.clone(),
                     jid: req.jid.clone(),
