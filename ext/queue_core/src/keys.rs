@@ -165,7 +165,7 @@ impl Keys {
     // ---- concurrency and rate limits (`limits/`) ---------------------------------------------
     // A limit key (`lkey`) is the worker class, or `<class>[<key>]` for a keyed limit. The scripts
     // build the per-limit keys below from the namespace prefix themselves (their names depend on
-    // what they read), so these functions and `limits/limit_lib.lua` must spell them alike.
+    // what they read), so these functions and `scripts/limit_lib.lua` must spell them alike.
 
     /// HASH worker class → its concurrency limit, as last read (published by every server at start,
     /// by its refresh of lambda limits, and with each acquire).
@@ -294,6 +294,14 @@ mod tests {
         assert_eq!(k.dead(), "resque:gitlab:dead");
         assert_eq!(k.alive(), "resque:gitlab:jq:alive");
         assert_eq!(k.paused(), "resque:gitlab:jq:paused");
+        assert_eq!(
+            k.limit_run("Sync[42]"),
+            "resque:gitlab:jq:limit:run:Sync[42]"
+        );
+        assert_eq!(
+            k.limit_held("h:1:abc"),
+            "resque:gitlab:jq:limit:held:h:1:abc"
+        );
         assert_eq!(
             k.duplicate("authorized_projects", "ab12"),
             "resque:gitlab:duplicate:authorized_projects:ab12"
