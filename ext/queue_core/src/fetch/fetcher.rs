@@ -411,6 +411,9 @@ impl Fetcher {
             }
             Ok(held_back) => {
                 tracing::debug!(class = %req.class, jid = %req.jid, outcome = ?held_back, "job held back by its limit");
+                if let Some(started) = self.started {
+                    self.lines.deferred(&unit.raw, started.elapsed());
+                }
                 self.let_go_unrun();
             }
             Err(e) if e.is_connection() => {
