@@ -75,6 +75,7 @@ RSpec.describe "concurrency and rate limits" do
     expect(started("gated").map { |r| r["n"] }).to eq((1..30).to_a)
     expect(peak("gated")).to eq(1)
     expect(server.stop.exitstatus).to eq(0)
+    expect(server.output.scan(/class=GatedWorker jid=\w+ elapsed=[\d.]+ INFO: deferred/).size).to eq(30)
   end
 
   it "keeps a keyed limit per key: one at a time per account, accounts in parallel" do
