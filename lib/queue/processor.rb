@@ -109,6 +109,7 @@ module JobQueue
         worker._context = self if worker.respond_to?(:_context=)
         deduplicated(klass, job) if !key_released && job["idempotency_key"] && !job.key?("duplicate-of")
         return @fetcher.expired if Expiry.expired?(job) # `expires_in` ran out before it could start
+        return if (limits = klass.respond_to?(:queue_limits) && klass.queue_limits) && Limits.held_back?(@fetcher, klass, limits, job, @config)
 
         JobRun.around(@config, klass, job, queue) do # context and JSON job logs (job_run.rb)
           @config.server_middleware_chain.invoke(worker, job, queue) do

@@ -4,6 +4,7 @@ require_relative "deduplication"
 require_relative "direct_push"
 require_relative "expiry"
 require_relative "inline"
+require_relative "limits"
 
 module JobQueue
   # Include in a class to make it a worker, with Sidekiq's API:
@@ -79,6 +80,7 @@ module JobQueue
     # Class-level API of a worker.
     module ClassMethods
       include Deduplication
+      include Limits::DSL
 
       def sidekiq_options(options = {})
         options = options.transform_keys(&:to_s)

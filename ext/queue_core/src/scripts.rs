@@ -40,7 +40,7 @@ pub static DEDUP_RELEASE_SOURCE: LazyLock<String> =
     LazyLock::new(|| compact(with_helper!("dedup_release_fn.lua", "dedup_release.lua")));
 
 /// Lua source without comment lines, blank lines and indentation.
-fn compact(source: &str) -> String {
+pub(crate) fn compact(source: &str) -> String {
     source
         .lines()
         .map(str::trim)

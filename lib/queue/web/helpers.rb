@@ -7,7 +7,7 @@ module JobQueue
     module Helpers
       NAV = [["/", "Dashboard"], ["/queues", "Queues"], ["/busy", "Busy"], ["/scheduled", "Scheduled"],
         ["/retries", "Retries"], ["/dead", "Dead"], ["/ordered", "Ordered"], ["/dedup", "Dedup"], ["/cron", "Cron"],
-        ["/job-metrics", "Metrics"]].freeze
+        ["/limits", "Limits"], ["/job-metrics", "Metrics"]].freeze
 
       def h(text) = CGI.escapeHTML(text.to_s)
 

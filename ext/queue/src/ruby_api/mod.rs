@@ -6,6 +6,7 @@ pub mod engine;
 pub mod fetcher;
 pub mod inspect;
 pub mod iterable;
+pub mod limits;
 pub mod log;
 pub mod metrics;
 pub mod ordered;

@@ -20,6 +20,7 @@ use crate::clock::now_f64;
 use crate::dedup::{self, Release};
 use crate::error::{Error, Result};
 use crate::job_lines::JobLines;
+use crate::limits::{self, Held, Outcome};
 use crate::link::blocking::{Due, SyncConn};
 use crate::liveness;
 use crate::metrics::Tally;
@@ -70,6 +71,8 @@ pub struct Fetcher {
     unsent: Vec<Vec<u8>>,
     /// The running job's deduplication key, released with its ack (`until_executed`).
     release: Option<Release>,
+    /// The concurrency slot the running job holds (`limits`), given back when it settles.
+    limit_slot: Option<Held>,
     /// Classes whose jobs release their key as they start (`until_executing`), learnt from
     /// [`Fetcher::dedup`]: the buffered jobs of one have their keys released together, in one script
     /// call, when their batch arrives (`release_buffered_early`), and are marked
@@ -126,6 +129,7 @@ impl Fetcher {
             unconfirmed: Vec::new(),
             unsent: Vec::new(),
             release: None,
+            limit_slot: None,
             early: HashSet::new(),
             uncounted: 0,
             last_empty_fetch: None,
@@ -244,6 +248,7 @@ impl Fetcher {
         }
         self.uncounted += 1;
         self.acknowledge(unit);
+        self.release_limit_slot();
     }
 
     /// The running job was not run: its `expires_at` had passed (`expires_in`). It is acknowledged
@@ -381,6 +386,66 @@ impl Fetcher {
         Ok(Some(dedup::merge_positions(&unit.raw, &kept)))
     }
 
+    /// Checks the running job's concurrency and rate limits (`limits`) before it starts: one
+    /// round trip. On [`Outcome::Run`] it holds its slot until it settles; otherwise it has left the
+    /// working list (deferred, or in `schedule` for later) and is no longer this fetcher's: not
+    /// counted, not timed. If Redis cannot be reached the job goes back to its queue with the next
+    /// successful round trip, unrun; any other error leaves it running, to be filed as failed.
+    pub fn limit(&mut self, req: &limits::Request) -> Result<Outcome> {
+        let Some(unit) = lock(&self.slot).current.as_ref().map(|(u, _)| u.clone()) else {
+            return Err(Error::InvalidArgument("no job is running".to_owned()));
+        };
+        let inv =
+            limits::acquire_invocation(self.shared.redis.keys(), &self.shared.identity, &unit, req);
+        let outcome = self
+            .round_trip(|c| c.script::<Vec<String>>(&inv))
+            .and_then(limits::outcome);
+        match &outcome {
+            Ok(Outcome::Run) => {
+                // Timed from here: the pace sizes batches by the jobs' own work, not the check.
+                self.started = Some(Instant::now());
+                self.limit_slot = req.concurrency.as_ref().map(|(lkey, _)| Held {
+                    lkey: lkey.clone(),
+                    jid: req.jid.clone(),
+                });
+            }
+            Ok(held_back) => {
+                tracing::debug!(class = %req.class, jid = %req.jid, outcome = ?held_back, "job held back by its limit");
+                if let Some(started) = self.started {
+                    self.lines.deferred(&unit.raw, started.elapsed());
+                }
+                self.let_go_unrun();
+            }
+            Err(e) if e.is_connection() => {
+                if let Some(unit) = self.let_go_unrun() {
+                    self.stranded.push(unit);
+                }
+            }
+            // Redis refused the script (a limit's key holding another type): the job stays running,
+            // so the caller files it as failed with this error.
+            Err(_) => {}
+        }
+        outcome
+    }
+
+    /// The running job will not run here now: forgotten without an acknowledgement (its idempotency
+    /// key, if held until executed, stays with it).
+    fn let_go_unrun(&mut self) -> Option<Unit> {
+        self.started = None;
+        self.release = None;
+        lock(&self.slot).current.take().map(|(unit, _)| unit)
+    }
+
+    /// Gives back the concurrency slot the job that just settled held (an unreplied write, sent at
+    /// once so a deferred job can take it). Nothing for a job without a concurrency limit.
+    fn release_limit_slot(&mut self) {
+        if let Some(held) = self.limit_slot.take() {
+            let packet =
+                limits::release_packet(self.shared.redis.keys(), &self.shared.identity, &held);
+            self.write_unreplied(packet, Due::Now);
+        }
+    }
+
     /// Bytes of the running job: a large acknowledgement may have to wait for socket space, so the
     /// binding releases the GVL around [`Fetcher::done`] past some size.
     pub fn running_len(&self) -> usize {
@@ -419,6 +484,7 @@ impl Fetcher {
             self.lines.fail(&unit.raw, elapsed);
             lock(&self.tally).record(unit.index, &unit.raw, elapsed, false);
         }
+        self.release_limit_slot();
         Ok(unit)
     }
 
@@ -459,6 +525,7 @@ impl Fetcher {
             let current = s.current.take().map(|(unit, _)| unit);
             current.into_iter().chain(s.buffer.drain(..)).collect()
         };
+        self.release_limit_slot();
         held.append(&mut self.stranded);
         let mut first_error = None;
         if let Some(unsure) = self.unsure.take() {
