@@ -170,6 +170,7 @@ module JobQueue
       raise ArgumentError, "job needs a queue name" if job["queue"].empty?
 
       JsonArgs.check!(job["args"], job["class"])
+      job["bid"] ||= Batch.current&.bid if Batch.current # joins the batch whose jobs block runs
       job["jid"] ||= SecureRandom.hex(12)
       job["created_at"] ||= Time.now.to_f
       if job.key?("at")
@@ -209,6 +210,7 @@ module JobQueue
     # thread's worker context. JobQueue::Testing's modes say no too.
     def direct_push?
       return false unless @config.client_middleware_chain.empty?
+      return false if Batch.current # jobs of a batch carry its bid and are counted (batch.rb)
 
       context = Thread.current[Context::THREAD_KEY]
       context.nil? || context.empty?
@@ -234,6 +236,8 @@ module JobQueue
     end
 
     def write_one(job)
+      return write([job]) if job["bid"] # counted in its batch (batch.rb)
+
       engine = @config.engine
       if job.key?("at")
         at = job.delete("at")
@@ -244,18 +248,23 @@ module JobQueue
       end
     end
 
+    # Jobs carrying a "bid" are queued and counted in their batch in one atomic step.
     def write(jobs)
       return if jobs.empty?
 
       engine = @config.engine
       scheduled, now = jobs.partition { |j| j.key?("at") }
-      scheduled.each_slice(BULK_SLICE) do |slice|
-        engine.schedule(slice.map { |j| [j.delete("at").to_f, JSON.generate(j)] })
+      scheduled.group_by { |j| j["bid"] }.each do |bid, group|
+        group.each_slice(BULK_SLICE) do |slice|
+          entries = slice.map { |j| [j.delete("at").to_f, JSON.generate(j)] }
+          bid ? engine.batch_schedule(bid.to_s, entries) : engine.schedule(entries)
+        end
       end
       enqueued_at = Time.now.to_f
-      now.group_by { |j| j["queue"] }.each do |queue, group|
+      now.group_by { |j| [j["queue"], j["bid"]] }.each do |(queue, bid), group|
         group.each_slice(BULK_SLICE) do |slice|
-          engine.push(queue, slice.map { |j| j["enqueued_at"] = Timestamp.for_job(j, enqueued_at); JSON.generate(j) })
+          jsons = slice.map { |j| j["enqueued_at"] = Timestamp.for_job(j, enqueued_at); JSON.generate(j) }
+          bid ? engine.batch_push(bid.to_s, queue, jsons) : engine.push(queue, jsons)
         end
       end
     end
@@ -266,8 +275,12 @@ module JobQueue
     def push_with_deduplication(jobs, dedup, worker_class)
       deduplicated, plain = jobs.partition { |j| deduplication(worker_class, j) }
       write(plain)
+      batched = deduplicated.group_by { |j| j["bid"] }.transform_values(&:size)
+      batched.each { |bid, n| @config.engine.batch_adjust(bid.to_s, n) if bid } # counted first (batch.rb)
       pushed = deduplicated.group_by { |j| j["queue"] }.flat_map { |_, group| push_deduplicated(group, dedup, worker_class) }
-      deduplicated - pushed
+      dropped = deduplicated - pushed
+      dropped.group_by { |j| j["bid"] }.each { |bid, group| @config.engine.batch_adjust(bid.to_s, -group.size) if bid }
+      dropped
     end
 
     # The worker's deduplication options when `job` (if given) is to be deduplicated: immediate, or

@@ -28,6 +28,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::inspect::define(ruby, &native)?; // after engine: adds Engine's api_* methods
     ruby_api::metrics::define(ruby, &native)?; // after engine: adds Engine#metrics_text
     ruby_api::cron::define(&native)?; // after engine: adds Engine's cron_* methods
+    ruby_api::batch::define(&native)?; // after engine: adds Engine's batch_* methods
     ruby_api::start_server::define(&native)?; // after engine: adds Engine#start_server
     Ok(())
 }

@@ -263,6 +263,16 @@ impl Fetcher {
     /// Writes the acknowledgement of a finished `unit`: a bare `LREM`, or the release script when
     /// the job's idempotency key is released with its end.
     fn acknowledge(&mut self, unit: Unit) {
+        // A job of a batch (batch/): its ack counts it in the same script, and may fire a callback
+        // someone waits for, so it goes out now.
+        let in_batch = match crate::batch::Member::of(&unit.raw) {
+            Some(member) => {
+                let packet = member.ack_packet(self.shared.redis.keys(), &unit);
+                self.write_unreplied(packet, Due::Now);
+                true
+            }
+            None => false,
+        };
         // A released key admits the next push of its job, so it goes out now. A bare ack only
         // confirms what this thread did, and may wait for the thread's next call.
         let (packet, due) = match self.release.take() {
@@ -276,6 +286,7 @@ impl Fetcher {
                 )),
                 Due::Now,
             ),
+            None if in_batch => return,
             None => (calls::ack_command(&unit), Due::WithNextCall),
         };
         self.write_unreplied(packet, due);
@@ -396,7 +407,7 @@ impl Fetcher {
         let unit = self.finish_running()?;
         let settlement = Settlement::of_failure(&unit, failure);
         let release = self.release.take();
-        self.file(unit, &settlement, release.as_ref())?;
+        self.file(unit, &settlement, release.as_ref(), Some(failure))?;
         Ok((settlement.fate, String::from_utf8(settlement.filed).ok()))
     }
 
@@ -406,7 +417,7 @@ impl Fetcher {
         let unit = self.finish_running()?;
         let settlement = Settlement::burial(&unit);
         let release = self.release.take();
-        self.file(unit, &settlement, release.as_ref())
+        self.file(unit, &settlement, release.as_ref(), None)
     }
 
     fn finish_running(&mut self) -> Result<Unit> {
@@ -427,12 +438,21 @@ impl Fetcher {
         unit: Unit,
         settlement: &Settlement,
         release: Option<&Release>,
+        failure: Option<&Failure>,
     ) -> Result<()> {
         let keys = self.shared.redis.keys();
-        let mut inv = settlement.invocation(keys, &unit);
+        // A job of a batch (batch/) is counted by a prelude in the same script.
+        let batch = crate::batch::Member::of(&unit.raw).filter(|m| m.counts_failure(&settlement.fate));
+        let mut inv = match batch {
+            Some(_) => settlement.invocation_of(&crate::scripts::BATCH_FAIL, keys, &unit),
+            None => settlement.invocation(keys, &unit),
+        };
         if let Some(release) = release {
             let retried = matches!(settlement.fate, Fate::Retry { .. });
             release.extend_fail(&mut inv, keys, &unit, !retried);
+        }
+        if let Some(member) = &batch {
+            member.extend_fail(&mut inv, keys, &settlement.fate, failure);
         }
         if let Err(e) = self.round_trip(|c| c.script::<i64>(&inv)) {
             // Not filed: the job is still in its working list. It goes back to its queue with the
