@@ -104,7 +104,10 @@ pub fn define(native: &magnus::RModule) -> Result<(), Error> {
     e.define_method("batch_adjust", magnus::method!(Engine::batch_adjust, 2))?;
     e.define_method("batch_status", magnus::method!(Engine::batch_status, 1))?;
     e.define_method("batch_list", magnus::method!(Engine::batch_list, 2))?;
-    e.define_method("batch_invalidate", magnus::method!(Engine::batch_invalidate, 1))?;
+    e.define_method(
+        "batch_invalidate",
+        magnus::method!(Engine::batch_invalidate, 1),
+    )?;
     e.define_method("batch_valid", magnus::method!(Engine::batch_valid, 1))?;
     Ok(())
 }

@@ -40,7 +40,13 @@ impl Member {
         }
         if escaped {
             let value: serde_json::Value = serde_json::from_slice(raw).ok()?;
-            let get = |k: &str| value.get(k).and_then(|v| v.as_str()).unwrap_or("").to_owned();
+            let get = |k: &str| {
+                value
+                    .get(k)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .to_owned()
+            };
             member = Member {
                 bid: get("bid"),
                 jid: get("jid"),

@@ -24,12 +24,7 @@ pub struct NewBatch {
 
 /// Creates batch `bid` when `create` holds and it does not exist; holds it open (`hold`) until
 /// [`close`]. False when the batch does not exist and was not created.
-pub fn open(
-    conn: &mut SyncConn,
-    bid: &str,
-    new: Option<&NewBatch>,
-    hold: bool,
-) -> Result<bool> {
+pub fn open(conn: &mut SyncConn, bid: &str, new: Option<&NewBatch>, hold: bool) -> Result<bool> {
     let empty = NewBatch::default();
     let fields = new.unwrap_or(&empty);
     let mut inv = scripts::BATCH_OPEN.prepare_invoke();

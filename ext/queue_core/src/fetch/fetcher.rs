@@ -442,7 +442,8 @@ impl Fetcher {
     ) -> Result<()> {
         let keys = self.shared.redis.keys();
         // A job of a batch (batch/) is counted by a prelude in the same script.
-        let batch = crate::batch::Member::of(&unit.raw).filter(|m| m.counts_failure(&settlement.fate));
+        let batch =
+            crate::batch::Member::of(&unit.raw).filter(|m| m.counts_failure(&settlement.fate));
         let mut inv = match batch {
             Some(_) => settlement.invocation_of(&crate::scripts::BATCH_FAIL, keys, &unit),
             None => settlement.invocation(keys, &unit),
