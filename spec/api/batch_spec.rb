@@ -2,6 +2,7 @@
 
 require "queue/api"
 require_relative "../apps/batches"
+require_relative "../compat/shim_helper"
 
 # Batches (Sidekiq Pro's API) against a real Redis and a real server: each callback kind, the
 # status fields, reopening, nesting three levels deep, invalidation and expiry.
@@ -145,6 +146,20 @@ RSpec.describe JobQueue::Batch do
     wait_until("the data to expire") { !JobQueue::Batch::Status.new(batch.bid).exists? }
     expect(JobQueue::BatchSet.new.to_a).to eq([])
     expect(JobQueue::BatchSet.new.size).to eq(0)
+  end
+
+  it "takes ActiveJob jobs pushed inside jobs (our adapter) into the batch", :shim do
+    bid = run_ruby(<<~RUBY, requires: [app_path("batches_active_job.rb")]).strip
+      batch = JobQueue::Batch.new
+      batch.description = "active job"
+      batch.on(:success, BatchCallbacks)
+      batch.jobs { BatchActiveJob.perform_later("aj1"); BatchActiveJob.perform_later("aj2") }
+      puts batch.bid
+    RUBY
+    expect(JobQueue::Batch::Status.new(bid).total).to eq(2)
+    start_server(app: "batches_active_job.rb", args: ["-c", "2", "-q", "batch", "-q", "default"])
+    wait_until("success") { callbacks == ["success:active job:0"] }
+    expect(ran.sort).to eq(%w[aj1 aj2])
   end
 
   it "refuses what cannot be a batch where it is written" do
