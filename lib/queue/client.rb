@@ -52,6 +52,8 @@ module JobQueue
     # `perform_async`: the job built and queued by the engine in one call when nothing in Ruby needs
     # to see it (DirectPush), else #push. Returns the jid, or nil if the job was not queued.
     def push_args(worker_class, args)
+      return push_batch_args(worker_class, [args])&.first || push("class" => worker_class, "args" => args) if Batch.current
+
       template = direct_push? && worker_class.push_template
       if template
         flag = template.deduplicated ? feature_flag(template.queue) : nil
@@ -66,6 +68,11 @@ module JobQueue
     # it does not write (or an entry that is not an Array) takes #push_bulk, with the same result.
     # Returns the jids of the jobs queued.
     def push_bulk_args(worker_class, args_list)
+      if Batch.current && args_list.is_a?(Array)
+        return args_list.each_slice(BULK_SLICE).flat_map do |slice|
+          push_batch_args(worker_class, slice) || push_bulk("class" => worker_class, "args" => slice)
+        end
+      end
       template = direct_push? && args_list.is_a?(Array) && worker_class.push_template
       return push_bulk("class" => worker_class, "args" => args_list) unless template
 
@@ -73,6 +80,15 @@ module JobQueue
       args_list.each_slice(BULK_SLICE).flat_map do |slice|
         @config.engine.push_bulk_new(template.native, slice, flag) || push_bulk("class" => worker_class, "args" => slice)
       end
+    end
+
+    # Jobs of the running `Batch#jobs` block built and queued by the engine with the batch's bid,
+    # counted in the same MULTI; nil when they must take the Ruby path (which adds the bid too).
+    def push_batch_args(worker_class, args_list)
+      template = direct_push? && worker_class.push_template
+      return nil if !template || template.deduplicated
+
+      @config.engine.batch_push_new(Batch.current.bid, template.native, args_list)
     end
 
     # Sidekiq 8's floor on "spread_interval": the scheduler's poll interval there.
@@ -210,7 +226,6 @@ module JobQueue
     # thread's worker context. JobQueue::Testing's modes say no too.
     def direct_push?
       return false unless @config.client_middleware_chain.empty?
-      return false if Batch.current # jobs of a batch carry its bid and are counted (batch.rb)
 
       context = Thread.current[Context::THREAD_KEY]
       context.nil? || context.empty?

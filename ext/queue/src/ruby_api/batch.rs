@@ -4,11 +4,12 @@
 
 use std::collections::HashMap;
 
-use magnus::{prelude::*, Error, RArray, RString};
+use magnus::{prelude::*, Error, RArray, RString, Ruby};
 use queue_core::batch::{push, store};
 
-use super::bytes_of;
 use super::engine::{with_sync, Engine};
+use super::push_template::PushTemplate;
+use super::{args_json, bytes_of};
 use crate::errors::blocking;
 
 /// `batch_status`'s answer: the batch's hash, its failed jobs' info, its dead jobs' info.
@@ -73,6 +74,39 @@ impl Engine {
         self.batch_run(move |c| push::schedule_sync(c, &bid, &jobs))
     }
 
+    /// `batch_push_new(bid, template, args_list)`: `Engine#push_bulk_new` for a batch — each job
+    /// built here with the batch's bid, queued and counted in one `MULTI`. Returns the jids, or nil
+    /// (nothing written) when the worker deduplicates, the bid would need escaping, or an argument
+    /// is not one the engine writes: the caller then takes the Ruby path.
+    fn batch_push_new(
+        ruby: &Ruby,
+        rb_self: &Self,
+        bid: String,
+        template: &PushTemplate,
+        args_list: RArray,
+    ) -> Result<magnus::Value, Error> {
+        let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        if template.dedup.is_some() || bid.is_empty() || !bid.chars().all(plain) {
+            return Ok(ruby.qnil().as_value());
+        }
+        let mut args_jsons = Vec::with_capacity(args_list.len());
+        for args in args_list.into_iter() {
+            let Some(json) = RArray::from_value(args).and_then(|a| args_json::write(ruby, a))
+            else {
+                return Ok(ruby.qnil().as_value());
+            };
+            args_jsons.push(json);
+        }
+        let (queue, prefix) = (template.queue.clone(), template.prefix.clone());
+        let jids = rb_self
+            .batch_run(move |c| push::push_new_sync(c, &bid, &queue, &prefix, &args_jsons))?;
+        let out = ruby.ary_new_capa(jids.len());
+        for jid in jids {
+            out.push(ruby.str_new(&jid))?;
+        }
+        Ok(out.as_value())
+    }
+
     fn batch_adjust(&self, bid: String, n: i64) -> Result<(), Error> {
         self.batch_run(move |c| push::adjust_sync(c, &bid, n))
     }
@@ -101,6 +135,7 @@ pub fn define(native: &magnus::RModule) -> Result<(), Error> {
     e.define_method("batch_close", magnus::method!(Engine::batch_close, 1))?;
     e.define_method("batch_push", magnus::method!(Engine::batch_push, 3))?;
     e.define_method("batch_schedule", magnus::method!(Engine::batch_schedule, 2))?;
+    e.define_method("batch_push_new", magnus::method!(Engine::batch_push_new, 3))?;
     e.define_method("batch_adjust", magnus::method!(Engine::batch_adjust, 2))?;
     e.define_method("batch_status", magnus::method!(Engine::batch_status, 1))?;
     e.define_method("batch_list", magnus::method!(Engine::batch_list, 2))?;

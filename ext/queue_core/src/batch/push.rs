@@ -2,7 +2,7 @@
 //! counts go in one `MULTI`, so no crash can leave a job queued but uncounted (its ack would then
 //! complete the batch early) or counted but never queued.
 
-use crate::client::{push_pipeline, schedule_cmd};
+use crate::client::{new_job, push_pipeline, schedule_cmd};
 use crate::error::Result;
 use crate::keys::Keys;
 use crate::link::blocking::SyncConn;
@@ -45,4 +45,31 @@ pub fn adjust_sync(conn: &mut SyncConn, bid: &str, n: i64) -> Result<()> {
     pipe.cmd("HINCRBY").arg(&key).arg("pending").arg(n).ignore();
     pipe.cmd("HINCRBY").arg(&key).arg("total").arg(n).ignore();
     conn.pipe(&pipe)
+}
+
+/// `perform_async` / `perform_bulk`'s common case inside a batch: each job built from the worker's
+/// template (`prefix`, see [`crate::client::new_job`]) with the batch's `"bid"` added, then queued
+/// and counted as [`push_sync`] does. Returns the jids, in order. `bid` must need no JSON escaping
+/// (the binding checks).
+pub fn push_new_sync<A: AsRef<[u8]>>(
+    conn: &mut SyncConn,
+    bid: &str,
+    queue: &str,
+    prefix: &[u8],
+    args_jsons: &[A],
+) -> Result<Vec<String>> {
+    let mut with_bid = Vec::with_capacity(prefix.len() + bid.len() + 10);
+    with_bid.extend_from_slice(prefix);
+    with_bid.extend_from_slice(b",\"bid\":\"");
+    with_bid.extend_from_slice(bid.as_bytes());
+    with_bid.push(b'"');
+    let now = crate::clock::now_f64();
+    let (jids, jsons): (Vec<String>, Vec<Vec<u8>>) = args_jsons
+        .iter()
+        .map(|args| new_job(&with_bid, args.as_ref(), now))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
+    push_sync(conn, bid, queue, &jsons)?;
+    Ok(jids)
 }
