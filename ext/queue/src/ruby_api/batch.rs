@@ -19,6 +19,10 @@ type Status = (
     HashMap<String, String>,
 );
 
+/// `batch_open`'s new batch: description, callback queue, callbacks (JSON), events with callbacks,
+/// parent bid, expiry seconds.
+type NewBatchArg = (String, String, String, Vec<String>, Option<String>, u64);
+
 impl Engine {
     fn batch_run<T: Send>(
         &self,
@@ -30,12 +34,7 @@ impl Engine {
 
     /// `batch_open(bid, new, hold)`: `new` nil (reopen) or `[description, callback_queue,
     /// callbacks_json, events, parent_bid_or_nil, expires_in]`.
-    fn batch_open(
-        &self,
-        bid: String,
-        new: Option<(String, String, String, Vec<String>, Option<String>, u64)>,
-        hold: bool,
-    ) -> Result<bool, Error> {
+    fn batch_open(&self, bid: String, new: Option<NewBatchArg>, hold: bool) -> Result<bool, Error> {
         let new = new.map(
             |(description, callback_queue, callbacks, events, parent, expires_in)| {
                 store::NewBatch {
