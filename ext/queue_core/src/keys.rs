@@ -68,6 +68,11 @@ impl Keys {
         self.key(&format!("jq:batch:{bid}"))
     }
 
+    /// LIST of markers (`c <bid>`, `d <event>:<bid>`) an ack leaves for the servers' batch checker.
+    pub fn batch_checks(&self) -> String {
+        self.key("jq:batch-checks")
+    }
+
     /// ZSET of batch ids scored by creation time: the API's listing.
     pub fn batches(&self) -> String {
         self.key("jq:batches")

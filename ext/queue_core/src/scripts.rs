@@ -66,9 +66,11 @@ mod tests {
 }
 script!(REQUEUE, "requeue.lua");
 
-/// `batch_ack.lua` with the batch transitions (`batch_lib.lua`), sent unreplied as `EVAL`.
+/// `batch_ack.lua`, sent unreplied as `EVAL`: short, the transitions are the checker's.
 pub static BATCH_ACK_SOURCE: LazyLock<String> =
-    LazyLock::new(|| compact(with_helper!("batch_lib.lua", "batch_ack.lua")));
+    LazyLock::new(|| compact(include_str!("scripts/batch_ack.lua")));
+pub static BATCH_CHECK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(with_helper!("batch_lib.lua", "batch_check.lua")));
 /// `fail.lua` with the batch's prelude (`batch_fail.lua`), for a failed job of a batch.
 pub static BATCH_FAIL: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(

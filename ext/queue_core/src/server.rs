@@ -125,6 +125,11 @@ impl Server {
             stop_rx.clone(),
         )));
         tasks.push(rt.spawn(pause::watch(redis.conn(), shared.clone(), stop_rx.clone())));
+        tasks.push(rt.spawn(crate::batch::checker::run(
+            redis.blocking_conn(),
+            redis.conn(),
+            stop_rx.clone(),
+        )));
         tasks.extend(supervisor.spawn(&rt, shared.clone(), stop_rx.clone()));
         if config.scheduler {
             tasks.push(rt.spawn(scheduler_loop(

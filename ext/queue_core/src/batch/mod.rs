@@ -17,6 +17,7 @@
 //! ARCHITECTURE.md ("Batches"); it lives under `jq:batch:` so it never meets Sidekiq Pro's `b-<bid>`
 //! keys in a shared Redis.
 
+pub mod checker;
 pub mod member;
 pub mod push;
 pub mod settle;

@@ -15,16 +15,21 @@ use super::Member;
 impl Member {
     /// The packet that acknowledges `unit` and counts it as succeeded (or its callback as run).
     pub fn ack_packet(&self, keys: &Keys, unit: &Unit) -> Vec<u8> {
+        let batch = if self.bid.is_empty() {
+            String::new()
+        } else {
+            keys.batch(&self.bid)
+        };
         redis::cmd("EVAL")
             .arg(scripts::BATCH_ACK_SOURCE.as_str())
-            .arg(1)
+            .arg(2)
             .arg(&unit.working)
+            .arg(keys.batch_checks())
             .arg(&unit.raw)
-            .arg(keys.namespace())
-            .arg(&self.bid)
+            .arg(batch)
             .arg(&self.jid)
+            .arg(&self.bid)
             .arg(&self.callback)
-            .arg(float_string(now_f64()))
             .get_packed_command()
     }
 

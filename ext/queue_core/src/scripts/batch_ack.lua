@@ -1,8 +1,17 @@
--- Acknowledge a finished job that belongs to a batch (or is a batch's callback), and count it in the
--- same step: only if the LREM took it, so an ack written twice counts once. Sent unreplied as EVAL.
--- KEYS[1] the working list   ARGV[1] the job   ARGV[2] namespace   ARGV[3] bid or ''
--- ARGV[4] jid   ARGV[5] '<event>:<bid>' of a callback job, or ''   ARGV[6] now (epoch seconds)
+-- Acknowledge a finished job that belongs to a batch (or is a batch's callback) and count it, in one
+-- step: only if the LREM took it, so an ack written twice counts once. Sent unreplied as EVAL, so it
+-- is kept short: when the count may complete a transition (or a callback ran) it leaves a marker in
+-- the checks list, in the same step, and a server's checker (batch/checker.rs, batch_check.lua)
+-- applies the transition; a marker outlives any crash.
+-- KEYS[1] the working list   KEYS[2] the checks list   ARGV[1] the job   ARGV[2] batch key or ''
+-- ARGV[3] jid   ARGV[4] bid   ARGV[5] '<event>:<bid>' of a callback job, or ''
 if redis.call('LREM', KEYS[1], -1, ARGV[1]) == 0 then return 0 end
-if ARGV[3] ~= '' then bsucceeded(ARGV[2], ARGV[3], ARGV[4], ARGV[6]) end
-if ARGV[5] ~= '' then bcallback_ran(ARGV[2], ARGV[5], ARGV[6]) end
+local k = ARGV[2]
+if k ~= '' and redis.call('EXISTS', k) == 1 then
+  local left = redis.call('HINCRBY', k, 'pending', -1)
+  redis.call('HDEL', k .. ':dead', ARGV[3])
+  redis.call('HDEL', k .. ':failed', ARGV[3])
+  if left - redis.call('HLEN', k .. ':failed') <= 0 then redis.call('LPUSH', KEYS[2], 'c ' .. ARGV[4]) end
+end
+if ARGV[5] ~= '' then redis.call('LPUSH', KEYS[2], 'd ' .. ARGV[5]) end
 return 1
