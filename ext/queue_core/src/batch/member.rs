@@ -11,6 +11,8 @@ pub struct Member {
     pub jid: String,
     /// `<event>:<bid>` of a callback job, empty otherwise.
     pub callback: String,
+    /// It has a `retry_count`: it failed before (only such a job can be among its batch's failures).
+    pub failed_before: bool,
 }
 
 impl Member {
@@ -25,6 +27,10 @@ impl Member {
         let mut fields = TopLevel::new(raw);
         for field in fields.by_ref() {
             let slot = match field.key {
+                b"retry_count" => {
+                    member.failed_before = true;
+                    continue;
+                }
                 b"bid" => &mut member.bid,
                 b"jid" => &mut member.jid,
                 b"jq_cb" => &mut member.callback,
@@ -51,6 +57,7 @@ impl Member {
                 bid: get("bid"),
                 jid: get("jid"),
                 callback: get("jq_cb"),
+                failed_before: value.get("retry_count").is_some(),
             };
         }
         (!member.bid.is_empty() || !member.callback.is_empty()).then_some(member)
@@ -66,6 +73,10 @@ mod tests {
         let m = Member::of(br#"{"class":"W","args":[],"jid":"j1","bid":"b1"}"#).expect("member");
         assert_eq!((m.bid.as_str(), m.jid.as_str()), ("b1", "j1"));
         assert!(m.callback.is_empty());
+        assert!(!m.failed_before);
+        let retried =
+            Member::of(br#"{"class":"W","args":[],"jid":"j1","bid":"b1","retry_count":0}"#);
+        assert!(retried.expect("member").failed_before);
     }
 
     #[test]

@@ -9,8 +9,9 @@ use crate::link::blocking::SyncConn;
 
 fn count(pipe: &mut redis::Pipeline, keys: &Keys, bid: &str, n: usize) {
     let key = keys.batch(bid);
-    pipe.cmd("HINCRBY").arg(&key).arg("pending").arg(n).ignore();
-    pipe.cmd("HINCRBY").arg(&key).arg("total").arg(n).ignore();
+    for field in ["pending", "unsettled", "total"] {
+        pipe.cmd("HINCRBY").arg(&key).arg(field).arg(n).ignore();
+    }
 }
 
 /// Queues `jobs` on `queue` and counts them in batch `bid`, atomically.
@@ -42,8 +43,9 @@ pub fn adjust_sync(conn: &mut SyncConn, bid: &str, n: i64) -> Result<()> {
     let mut pipe = redis::pipe();
     pipe.atomic();
     let key = conn.keys().batch(bid);
-    pipe.cmd("HINCRBY").arg(&key).arg("pending").arg(n).ignore();
-    pipe.cmd("HINCRBY").arg(&key).arg("total").arg(n).ignore();
+    for field in ["pending", "unsettled", "total"] {
+        pipe.cmd("HINCRBY").arg(&key).arg(field).arg(n).ignore();
+    }
     conn.pipe(&pipe)
 }
 

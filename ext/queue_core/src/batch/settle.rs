@@ -30,6 +30,7 @@ impl Member {
             .arg(&self.jid)
             .arg(&self.bid)
             .arg(&self.callback)
+            .arg(if self.failed_before { "1" } else { "0" })
             .get_packed_command()
     }
 

@@ -10,7 +10,7 @@ do
       bsucceeded(b.ns, b.bid, b.jid, b.at)
     elseif redis.call('EXISTS', k) == 1 then
       local info = cjson.encode({jid = b.jid, error_class = b.class, error_message = b.message, at = tonumber(b.at)})
-      redis.call('HSET', k .. ':failed', b.jid, info)
+      if redis.call('HSET', k .. ':failed', b.jid, info) == 1 then redis.call('HINCRBY', k, 'unsettled', -1) end
       local ttl = bnum(redis.call('HGET', k, 'expires_in'))
       if ttl > 0 then redis.call('EXPIRE', k .. ':failed', ttl) end
       if b.fate ~= 'retry' then

@@ -1,5 +1,6 @@
 -- Batches (batch/mod.rs): the transitions, shared by every batch script. Keys are built from the
 -- namespace: <ns>jq:batch:<bid> (hash), <bid>:failed and <bid>:dead (hashes by jid).
+-- `unsettled` is pending less failures (jobs that failed and have not succeeded since).
 -- A batch fires an event once: HSETNX <event>_at guards the push of its callback job, HSETNX
 -- <event>_done the moment its callbacks have run (a batch without callbacks for it is done at once).
 local function bkey(ns, bid) return ns .. 'jq:batch:' .. bid end
@@ -40,10 +41,10 @@ local function bfire(ns, bid, k, ev, now)
 end
 bcheck = function(ns, bid, now)
   local k = bkey(ns, bid)
-  local f = redis.call('HMGET', k, 'created_at', 'open', 'invalid', 'pending', 'kids', 'kids_complete', 'kids_success')
+  local f = redis.call('HMGET', k, 'created_at', 'open', 'invalid', 'pending', 'kids', 'kids_complete', 'kids_success', 'unsettled')
   if not f[1] or bnum(f[2]) > 0 or f[3] then return end
   local pending, kids = bnum(f[4]), bnum(f[5])
-  if pending - redis.call('HLEN', k .. ':failed') <= 0 and bnum(f[6]) >= kids then
+  if bnum(f[8]) <= 0 and bnum(f[6]) >= kids then
     bfire(ns, bid, k, 'complete', now)
   end
   if pending <= 0 and bnum(f[7]) >= kids and redis.call('HEXISTS', k, 'complete_done') == 1 then
@@ -55,7 +56,7 @@ local function bsucceeded(ns, bid, jid, now)
   local k = bkey(ns, bid)
   if redis.call('EXISTS', k) == 0 then return end
   redis.call('HINCRBY', k, 'pending', -1)
-  redis.call('HDEL', k .. ':failed', jid)
+  if redis.call('HDEL', k .. ':failed', jid) == 0 then redis.call('HINCRBY', k, 'unsettled', -1) end
   redis.call('HDEL', k .. ':dead', jid)
   bcheck(ns, bid, now)
 end

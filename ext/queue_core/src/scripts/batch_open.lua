@@ -8,7 +8,7 @@ local k = bkey(ns, bid)
 if redis.call('EXISTS', k) == 0 then
   if ARGV[4] ~= '1' then return 0 end
   redis.call('HSET', k, 'created_at', now, 'description', ARGV[6], 'cbq', ARGV[7], 'callbacks', ARGV[8],
-    'expires_in', ARGV[10], 'total', 0, 'pending', 0, 'open', 0, 'kids', 0, 'kids_complete', 0, 'kids_success', 0)
+    'expires_in', ARGV[10], 'total', 0, 'pending', 0, 'unsettled', 0, 'open', 0, 'kids', 0, 'kids_complete', 0, 'kids_success', 0)
   for i = 11, #ARGV do redis.call('HSET', k, 'cb_' .. ARGV[i], 1) end
   if ARGV[9] ~= '' then
     local pk = bkey(ns, ARGV[9])
