@@ -263,12 +263,13 @@ impl Fetcher {
     /// Writes the acknowledgement of a finished `unit`: a bare `LREM`, or the release script when
     /// the job's idempotency key is released with its end.
     fn acknowledge(&mut self, unit: Unit) {
-        // A job of a batch (batch/): its ack counts it in the same script, and may fire a callback
-        // someone waits for, so it goes out now.
+        // A job of a batch (batch/): its ack counts it in the same script. Like a bare ack it only
+        // confirms this thread's work, so it may wait for the thread's next call (within a batch's
+        // ~2 ms of work).
         let in_batch = match crate::batch::Member::of(&unit.raw) {
             Some(member) => {
                 let packet = member.ack_packet(self.shared.redis.keys(), &unit);
-                self.write_unreplied(packet, Due::Now);
+                self.write_unreplied(packet, Due::WithNextCall);
                 true
             }
             None => false,
