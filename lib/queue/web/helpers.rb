@@ -6,7 +6,7 @@ module JobQueue
     # where the template writes it.
     module Helpers
       NAV = [["/", "Dashboard"], ["/queues", "Queues"], ["/busy", "Busy"], ["/scheduled", "Scheduled"],
-        ["/retries", "Retries"], ["/dead", "Dead"], ["/ordered", "Ordered"], ["/dedup", "Dedup"]].freeze
+        ["/retries", "Retries"], ["/dead", "Dead"], ["/ordered", "Ordered"], ["/dedup", "Dedup"], ["/batches", "Batches"]].freeze
 
       def h(text) = CGI.escapeHTML(text.to_s)
 

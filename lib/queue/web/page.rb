@@ -10,6 +10,7 @@ require_relative "pages/busy"
 require_relative "pages/sets"
 require_relative "pages/ordered"
 require_relative "pages/dedup"
+require_relative "pages/batches"
 require_relative "pages/api"
 
 module JobQueue
@@ -24,11 +25,12 @@ module JobQueue
       include Pages::Sets
       include Pages::Ordered
       include Pages::Dedup
+      include Pages::Batches
       include Pages::Api
 
       CSRF_KEY = "queue.csrf"
       FLASH_KEY = "queue.flash"
-      MODULES = [Pages::Dashboard, Pages::Queues, Pages::Busy, Pages::Sets, Pages::Ordered, Pages::Dedup, Pages::Api].freeze
+      MODULES = [Pages::Dashboard, Pages::Queues, Pages::Busy, Pages::Sets, Pages::Ordered, Pages::Dedup, Pages::Batches, Pages::Api].freeze
 
       def self.draw(router)
         MODULES.each { |mod| mod.routes(router) }
