@@ -115,4 +115,20 @@ fn acks_written_twice_count_once_and_each_callback_is_pushed_once() {
         .query(&mut c)
         .expect("ttl");
     assert!((1..=600).contains(&ttl), "{ttl}");
+
+    // A late job of a batch whose data expired: acknowledged, and no key is made for it.
+    let _: () = redis::cmd("DEL")
+        .arg("jq:batch:b1")
+        .query(&mut c)
+        .expect("del");
+    let late = br#"{"class":"W","args":[],"jid":"j3","bid":"b1"}"#.to_vec();
+    let _: () = redis::cmd("LPUSH")
+        .arg("queue:work")
+        .arg(&late)
+        .query(&mut c)
+        .expect("push");
+    let unit = take(&mut c, "work");
+    ack_twice(&mut c, &redis, &unit);
+    assert!(!exists(&mut c, "jq:batch:b1"));
+    assert_eq!(llen(&mut c, WORKING), 0);
 }

@@ -10,8 +10,8 @@
 if redis.call('LREM', KEYS[1], -1, ARGV[1]) == 0 then return 0 end
 local k = ARGV[2]
 if k ~= '' then
-  if redis.call('HINCRBY', k, 'pending', -1) < 0 then
-    redis.call('DEL', k) -- its data expired: nothing left to count
+  if redis.call('HINCRBY', k, 'pending', -1) < 0 and redis.call('HEXISTS', k, 'created_at') == 0 then
+    redis.call('DEL', k) -- its data expired: the HINCRBY made the key, nothing is left to count
   else
     local u
     if ARGV[6] == '1' and redis.call('HDEL', k .. ':failed', ARGV[3]) == 1 then
