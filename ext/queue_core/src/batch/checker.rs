@@ -1,6 +1,7 @@
 //! The batch checker: one task per server that applies the transitions the acks' markers ask for
 //! (`jq:batch-checks`, written by `batch_ack.lua` in the step that counts a job). It waits for a
-//! marker with `BLMOVE` of the list onto itself (which takes nothing), then runs `batch_check.lua`,
+//! marker with `BRPOPLPUSH` of the list onto itself (which only rotates it; a command of its own, so
+//! `CLIENT LIST` tells this wait from the idle waiters' `BLMOVE`), then runs `batch_check.lua`,
 //! which pops markers and applies each in the same step, so a marker is applied once, by one
 //! server, and survives any crash until then. The transitions are idempotent besides (`HSETNX`
 //! guards), so nothing fires twice.
@@ -46,11 +47,9 @@ async fn step(waiter: &mut Conn, worker: &mut Conn) -> Result<()> {
     let checks = waiter.keys().batch_checks();
     let seen: Option<String> = waiter
         .cmd(
-            redis::cmd("BLMOVE")
+            redis::cmd("BRPOPLPUSH")
                 .arg(&checks)
                 .arg(&checks)
-                .arg("RIGHT")
-                .arg("RIGHT")
                 .arg(WAIT_SECS),
         )
         .await?;
