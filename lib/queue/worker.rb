@@ -66,6 +66,19 @@ module JobQueue
     # The processor running this job (Sidekiq 7's `_context`; not a public API).
     attr_accessor :_context
 
+    # The batch this job belongs to (Sidekiq Pro's `bid`), nil outside one.
+    attr_accessor :bid
+
+    # This job's batch (JobQueue::Batch), to add jobs with `batch.jobs { ... }`; nil outside one.
+    def batch
+      bid && Batch.new(bid)
+    end
+
+    # Sidekiq Pro's check: false once the job's batch was invalidated (`Batch#invalidate_all`).
+    def valid_within_batch?
+      bid.nil? || Batch.new(bid).valid?
+    end
+
     # Sidekiq 7's `interrupted?`: true once the server running this job is stopping (quiet or TERM),
     # so a long job can stop early. Nil outside a server (perform_inline, the testing modes).
     def interrupted?

@@ -18,7 +18,7 @@ RSpec.describe "punctual scheduling" do
     server = start_server("reliability_clock.rb", "-c", threads.to_s)
     identity = identity_of(server)
     wait_until("the server to take the scheduler lease") { redis.get("jq:scheduler:leader") == identity }
-    wait_until("the server's threads to park") { redis.info("clients")["blocked_clients"].to_i.positive? }
+    wait_until("the server's threads to park") { redis.client(:list).any? { |c| c["flags"].include?("b") && c["cmd"] == "blmove" } }
     server
   end
 

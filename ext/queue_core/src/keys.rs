@@ -69,6 +69,26 @@ impl Keys {
         self.key("dead")
     }
 
+    /// HASH of one batch (`batch/`): `created_at`, `description`, `cbq` (callback queue),
+    /// `callbacks` (JSON), `cb_<event>` (has callbacks), `expires_in`, `parent`, counters `total`,
+    /// `pending`, `open`, `kids`, `kids_complete`, `kids_success`, `invalid`, and per event
+    /// `<event>_at` (callback pushed) / `<event>_done` (callbacks ran). Beside it
+    /// `jq:batch:<bid>:failed` and `jq:batch:<bid>:dead`, HASHes jid → failure info (JSON).
+    /// Not Sidekiq Pro's `b-<bid>`, so both can share a Redis.
+    pub fn batch(&self, bid: &str) -> String {
+        self.key(&format!("jq:batch:{bid}"))
+    }
+
+    /// LIST of markers (`c <bid>`, `d <event>:<bid>`) an ack leaves for the servers' batch checker.
+    pub fn batch_checks(&self) -> String {
+        self.key("jq:batch-checks")
+    }
+
+    /// ZSET of batch ids scored by creation time: the API's listing.
+    pub fn batches(&self) -> String {
+        self.key("jq:batches")
+    }
+
     /// SET of live process identities.
     pub fn processes(&self) -> String {
         self.key("processes")

@@ -15,6 +15,7 @@
 //! on replies) is the room [`link`].
 
 pub mod api;
+pub mod batch;
 pub mod capsules;
 pub mod client;
 pub mod clock;

@@ -158,6 +158,11 @@ impl Server {
         for capsule in &all {
             tasks.push(rt.spawn(pause::watch(redis.conn(), capsule.clone(), stop_rx.clone())));
         }
+        tasks.push(rt.spawn(crate::batch::checker::run(
+            redis.blocking_conn(),
+            redis.conn(),
+            stop_rx.clone(),
+        )));
         let all = Arc::new(all);
         tasks.extend(supervisor.spawn(&rt, all.clone(), stop_rx.clone()));
         if config.scheduler {

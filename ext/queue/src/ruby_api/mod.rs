@@ -1,6 +1,7 @@
 //! One file per Ruby class under `JobQueue::Native`.
 
 pub mod args_json;
+pub mod batch;
 pub mod cron;
 pub mod engine;
 pub mod fetcher;

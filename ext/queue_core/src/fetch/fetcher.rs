@@ -268,6 +268,17 @@ impl Fetcher {
     /// Writes the acknowledgement of a finished `unit`: a bare `LREM`, or the release script when
     /// the job's idempotency key is released with its end.
     fn acknowledge(&mut self, unit: Unit) {
+        // A job of a batch (batch/): its ack counts it in the same script. Like a bare ack it only
+        // confirms this thread's work, so it may wait for the thread's next call (within a batch's
+        // ~2 ms of work).
+        let in_batch = match crate::batch::Member::of(&unit.raw) {
+            Some(member) => {
+                let packet = member.ack_packet(self.shared.redis.keys(), &unit);
+                self.write_unreplied(packet, Due::WithNextCall);
+                true
+            }
+            None => false,
+        };
         // A released key admits the next push of its job, so it goes out now. A bare ack only
         // confirms what this thread did, and may wait for the thread's next call.
         let (packet, due) = match self.release.take() {
@@ -281,6 +292,7 @@ impl Fetcher {
                 )),
                 Due::Now,
             ),
+            None if in_batch => return,
             None => (calls::ack_command(&unit), Due::WithNextCall),
         };
         self.write_unreplied(packet, due);
@@ -461,7 +473,7 @@ impl Fetcher {
         let unit = self.finish_running()?;
         let settlement = Settlement::of_failure(&unit, failure);
         let release = self.release.take();
-        self.file(unit, &settlement, release.as_ref())?;
+        self.file(unit, &settlement, release.as_ref(), Some(failure))?;
         Ok((settlement.fate, String::from_utf8(settlement.filed).ok()))
     }
 
@@ -471,7 +483,7 @@ impl Fetcher {
         let unit = self.finish_running()?;
         let settlement = Settlement::burial(&unit);
         let release = self.release.take();
-        self.file(unit, &settlement, release.as_ref())
+        self.file(unit, &settlement, release.as_ref(), None)
     }
 
     fn finish_running(&mut self) -> Result<Unit> {
@@ -493,12 +505,22 @@ impl Fetcher {
         unit: Unit,
         settlement: &Settlement,
         release: Option<&Release>,
+        failure: Option<&Failure>,
     ) -> Result<()> {
         let keys = self.shared.redis.keys();
-        let mut inv = settlement.invocation(keys, &unit);
+        // A job of a batch (batch/) is counted by a prelude in the same script.
+        let batch =
+            crate::batch::Member::of(&unit.raw).filter(|m| m.counts_failure(&settlement.fate));
+        let mut inv = match batch {
+            Some(_) => settlement.invocation_of(&crate::scripts::BATCH_FAIL, keys, &unit),
+            None => settlement.invocation(keys, &unit),
+        };
         if let Some(release) = release {
             let retried = matches!(settlement.fate, Fate::Retry { .. });
             release.extend_fail(&mut inv, keys, &unit, !retried);
+        }
+        if let Some(member) = &batch {
+            member.extend_fail(&mut inv, keys, &settlement.fate, failure);
         }
         if let Err(e) = self.round_trip(|c| c.script::<i64>(&inv)) {
             // Not filed: the job is still in its working list. It goes back to its queue with the
