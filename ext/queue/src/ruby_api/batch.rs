@@ -88,14 +88,9 @@ impl Engine {
         if template.dedup.is_some() || bid.is_empty() || !bid.chars().all(plain) {
             return Ok(ruby.qnil().as_value());
         }
-        let mut args_jsons = Vec::with_capacity(args_list.len());
-        for args in args_list.into_iter() {
-            let Some(json) = RArray::from_value(args).and_then(|a| args_json::write(ruby, a))
-            else {
-                return Ok(ruby.qnil().as_value());
-            };
-            args_jsons.push(json);
-        }
+        let Some(args_jsons) = args_json::write_each(ruby, args_list) else {
+            return Ok(ruby.qnil().as_value());
+        };
         let (queue, prefix) = (template.queue.clone(), template.prefix.clone());
         let jids = rb_self
             .batch_run(move |c| push::push_new_sync(c, &bid, &queue, &prefix, &args_jsons))?;
