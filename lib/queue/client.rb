@@ -94,7 +94,7 @@ module JobQueue
       template = direct_push? && worker_class.push_template
       return nil if !template || template.deduplicated
 
-      @config.engine.batch_push_new(Batch.current.bid, template.native, args_list)
+      batch_engine(template.store).batch_push_new(Batch.current.bid, template.native, args_list)
     end
 
     # Sidekiq 8's floor on "spread_interval": the scheduler's poll interval there.
@@ -241,6 +241,16 @@ module JobQueue
     # shard of an enclosing `via` block wins, as Sidekiq Pro's does over a worker's pool. Without
     # config.redis_shards every store is "main" (routing rules written for several shards work on
     # one Redis); with them, an unknown store raises naming the known ones.
+    # A batch and its jobs live on one shard, the batch's: "main", or the shard of the `via` block it
+    # was created in. A job whose worker's `store` names another shard cannot join it.
+    def batch_engine(store)
+      engine = @config.engine
+      return engine if store.nil? || !@config.shards.many? || engine_for(store).equal?(engine)
+
+      raise ArgumentError, "a job stored on shard #{store.inspect} cannot join a batch on shard #{(Shards.current || Shards::MAIN).inspect}: " \
+                           "a batch and its jobs live on one shard; create the batch inside JobQueue::Client.via(#{store.inspect})"
+    end
+
     def engine_for(store)
       return @config.engine if store.nil? || Thread.current[Shards::VIA_KEY] || !@config.shards.many?
 
@@ -285,7 +295,7 @@ module JobQueue
 
       return jobs.group_by { |j| j["store"] }.each_value { |group| write(group) } if jobs.any? { |j| j["store"] != jobs.first["store"] }
 
-      engine = engine_for(jobs.first["store"])
+      engine = jobs.first["bid"] ? batch_engine(jobs.first["store"]) : engine_for(jobs.first["store"])
       scheduled, now = jobs.partition { |j| j.key?("at") }
       scheduled.group_by { |j| j["bid"] }.each do |bid, group|
         group.each_slice(BULK_SLICE) do |slice|

@@ -28,7 +28,7 @@ module JobQueue
         return valid if at && now - at < VALIDITY_TTL
 
         @batch_validity.shift if @batch_validity.size >= 1000
-        valid = @config.engine.batch_valid(bid)
+        valid = @launcher.engine.batch_valid(bid) # the shard this server serves, where its jobs' batches are
         @batch_validity[bid] = [valid, now]
         valid
       end
