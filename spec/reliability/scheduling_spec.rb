@@ -68,9 +68,10 @@ RSpec.describe "punctual scheduling" do
     # `schedule` and of `retry` (one ZRANGE each) on every poll it leads, and nothing else a plain
     # server runs calls ZRANGE. Ordered queues (ordered/, ordered_*.lua) do, but this server has none;
     # so do the inspection API (api/, its filter.lua) and moving a queue between shards (shard_take_set.lua,
-    # `queue migrate --to`), which only operators' calls run.
+    # `queue migrate --to`), which only operators' calls run, and a rate-limited worker's check
+    # (limit_acquire.lua), which runs only as such a job starts.
     sources = Dir[File.join(ServerProcess::ROOT, "{ext/queue_core/src,ext/queue/src,lib}/**/*.{lua,rs,rb}")]
-      .reject { |f| f.match?(%r{/(ordered|api)/}) || File.basename(f).start_with?("ordered_") || %w[filter.lua shard_take_set.lua].include?(File.basename(f)) }
+      .reject { |f| f.match?(%r{/(ordered|api)/}) || File.basename(f).start_with?("ordered_") || %w[filter.lua shard_take_set.lua limit_acquire.lua].include?(File.basename(f)) }
     expect(sources.select { |f| File.read(f).match?(/["']ZRANGE["']/i) }.map { |f| File.basename(f) }).to eq(["due.lua"])
 
     start_idle_leader
