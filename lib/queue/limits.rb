@@ -41,9 +41,18 @@ module JobQueue
     @lock = Mutex.new
 
     class << self
-      # Classes that declared a concurrency limit, for publishing their limits.
+      # Classes that declared a concurrency limit, for publishing their limits: those its name finds.
+      # The engine counts a limit under the class's name and a server finds a job's class by it, so a
+      # class that name does not lead to (anonymous, not yet assigned to its constant, or replaced by a
+      # reload) has nothing to publish.
       def classes
-        @lock.synchronize { @classes.dup }
+        @lock.synchronize { @classes.dup }.select { |klass| by_name?(klass) }
+      end
+
+      def by_name?(klass)
+        (name = klass.name) && Object.const_get(name).equal?(klass)
+      rescue NameError
+        false
       end
 
       def register(klass)
