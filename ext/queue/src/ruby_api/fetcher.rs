@@ -168,7 +168,8 @@ impl Fetcher {
     }
 
     /// `limit(class, jid, concurrency_key, limit, rate_key, kind, count, per)`: checks the running
-    /// job's limits before it starts (one round trip, GVL released). `concurrency_key` is nil for no
+    /// job's limits before it starts: in memory from the process's leases, or one round trip (GVL
+    /// released). `concurrency_key` is nil for no
     /// concurrency limit, `rate_key` nil for no rate limit; each is the worker class or
     /// `Class[key]`. Returns nil (run it), `:deferred`, `:gone`, or the Float time it was scheduled
     /// for.
@@ -201,6 +202,12 @@ impl Fetcher {
             rate,
         };
         let inner = &rb_self.inner;
+        // Leased slots and tokens (queue_core::limits::lease) need no I/O: no GVL release.
+        if let Ok(mut fetcher) = inner.try_lock() {
+            if fetcher.limit_leased(&req).is_some() {
+                return Ok(ruby.qnil().as_value());
+            }
+        }
         let outcome =
             blocking(move || inner.lock().unwrap_or_else(|p| p.into_inner()).limit(&req))?;
         Ok(match outcome {
