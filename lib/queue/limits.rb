@@ -71,7 +71,7 @@ module JobQueue
         outcome = fetcher.limit(
           name, job["jid"].to_s,
           conc && key_for(name, conc.key, args), conc ? conc.current(klass) : 0,
-          rate && key_for(name, rate.key, args), rate ? rate.kind.to_s : "", rate ? rate.count : 0, rate ? rate.per.to_f : 0.0
+          rate && key_for(name, rate.key, args), rate ? rate.kind.name : "", rate ? rate.count : 0, rate ? rate.per.to_f : 0.0
         )
         !outcome.nil?
       rescue ConnectionError => e

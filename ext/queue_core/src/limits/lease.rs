@@ -78,11 +78,14 @@ struct State {
     tokens: HashMap<String, Tokens>,
 }
 
+/// Numbers of leased slots' fields and token leases, unique within the process (its capsules
+/// share the identity).
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
 /// What a process leased, shared by its threads (one per capsule: `FetchShared::leases`).
 #[derive(Debug, Default)]
 pub struct Leases {
     state: Mutex<State>,
-    seq: AtomicU64,
 }
 
 /// What a job asks `limit_acquire.lua` to lease along with its own check.
@@ -195,12 +198,12 @@ impl Leases {
         };
         drop(st);
         let first = if slots > 0 {
-            self.seq.fetch_add(slots, Ordering::Relaxed)
+            SEQ.fetch_add(slots, Ordering::Relaxed)
         } else {
             0
         };
         let name = if tokens > 1 {
-            format!("{}", self.seq.fetch_add(1, Ordering::Relaxed))
+            format!("{}", SEQ.fetch_add(1, Ordering::Relaxed))
         } else {
             String::new()
         };
@@ -271,29 +274,40 @@ impl Leases {
         }
     }
 
-    /// For the keeper: each leased limit, its unused slots (taken out of the lease meanwhile), and
-    /// whether they go back regardless (idle here).
-    fn to_check(&self, now: Instant) -> Vec<(String, Vec<String>, bool)> {
+    /// For the keeper: each leased limit, and whether it went idle here.
+    fn leased(&self, now: Instant) -> Vec<(String, bool)> {
         let mut st = lock(&self.state);
         st.slots.retain(|_, s| !(s.free.is_empty() && s.used == 0));
         st.slots
-            .iter_mut()
-            .map(|(lkey, s)| {
-                let idle = now.duration_since(s.last_take) >= IDLE_AFTER;
-                (lkey.clone(), std::mem::take(&mut s.free), idle)
-            })
+            .iter()
+            .map(|(lkey, s)| (lkey.clone(), now.duration_since(s.last_take) >= IDLE_AFTER))
             .collect()
     }
 
-    /// The keeper's answer for `lkey`: the unused slots went back, or come back into the lease.
-    fn checked(&self, lkey: &str, fields: Vec<String>, returned: bool, waiting: bool) {
+    /// Marks `lkey` contended or not; when contended, its unused slots leave the lease (to be given
+    /// back by the caller).
+    fn set_contended(&self, lkey: &str, contended: bool) -> Vec<String> {
         let mut st = lock(&self.state);
-        if let Some(s) = st.slots.get_mut(lkey) {
-            s.contended = waiting;
-            if !returned {
-                s.free.extend(fields);
+        match st.slots.get_mut(lkey) {
+            Some(s) => {
+                s.contended = contended;
+                if contended {
+                    std::mem::take(&mut s.free)
+                } else {
+                    Vec::new()
+                }
             }
+            None => Vec::new(),
         }
+    }
+
+    /// Takes `lkey`'s unused slots out of the lease (to be given back by the caller).
+    fn take_free(&self, lkey: &str) -> Vec<String> {
+        let mut st = lock(&self.state);
+        st.slots
+            .get_mut(lkey)
+            .map(|s| std::mem::take(&mut s.free))
+            .unwrap_or_default()
     }
 
     /// Slots leased now (held, free or in use), for tests.
@@ -305,24 +319,32 @@ impl Leases {
     }
 }
 
-/// One keeper turn for `leases`: one `limit_lease.lua` call per leased limit.
+/// One keeper turn for `leases`: per leased limit, one `limit_lease.lua` call that asks whether
+/// jobs wait, and one more that gives the unused slots back if they do or the limit went idle here.
+/// Slots given back are gone from the lease first, so a failed call only leaves them in Redis until
+/// the process is recovered or stops.
 pub async fn keep_turn(conn: &mut Conn, identity: &str, leases: &Leases) -> Result<()> {
     let prefix = conn.keys().namespace().to_owned();
-    for (lkey, fields, idle) in leases.to_check(Instant::now()) {
-        let mut inv = LEASE.prepare_invoke();
-        inv.arg(&prefix)
-            .arg(identity)
-            .arg(&lkey)
-            .arg(if idle { "1" } else { "0" });
-        for f in &fields {
-            inv.arg(f);
-        }
-        match conn.script::<(i64, i64)>(&inv).await {
-            Ok((returned, waiting)) => leases.checked(&lkey, fields, returned == 1, waiting > 0),
-            Err(e) => {
-                leases.checked(&lkey, fields, false, false);
-                return Err(e);
+    for (lkey, idle) in leases.leased(Instant::now()) {
+        let call = |force: bool, fields: &[String]| {
+            let mut inv = LEASE.prepare_invoke();
+            inv.arg(&prefix)
+                .arg(identity)
+                .arg(&lkey)
+                .arg(if force { "1" } else { "0" });
+            for f in fields {
+                inv.arg(f);
             }
+            inv
+        };
+        let fields = if idle {
+            leases.take_free(&lkey)
+        } else {
+            let (_, waiting) = conn.script::<(i64, i64)>(&call(false, &[])).await?;
+            leases.set_contended(&lkey, waiting > 0)
+        };
+        if !fields.is_empty() {
+            conn.script::<(i64, i64)>(&call(true, &fields)).await?;
         }
     }
     Ok(())
