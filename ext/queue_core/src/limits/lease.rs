@@ -5,7 +5,8 @@
 //!   owned by the process (counted by `HLEN` like a job's slot, listed in `jq:limit:held:<identity>`
 //!   so a crash frees it: `limit_recover.lua`). `limit_acquire.lua` grants one along with a job's own
 //!   slot only while nothing is deferred and half the free slots stay free; the process asks for as
-//!   many as it has threads, and only for a limit of at least [`MIN_SLOTS_CAP`]. Taken and given back
+//!   many as it has threads (at most a quarter of the limit), and only for a limit of at least
+//!   [`MIN_SLOTS_CAP`]. Taken and given back
 //!   in memory; the limit is still exact across processes (a leased slot is a slot). The keeper
 //!   ([`keep`], every [`KEEP_EVERY`]) gives the unused ones back when jobs of the limit wait
 //!   (`limit_lease.lua`, which resumes them) or the class went idle here, and while jobs wait the
@@ -180,7 +181,7 @@ impl Leases {
                 if busy || has >= threads {
                     0
                 } else {
-                    ((threads - has) as u64).min(MAX_SLOTS)
+                    ((threads - has) as u64).min(MAX_SLOTS).min(cap / 4)
                 }
             }
             _ => 0,
