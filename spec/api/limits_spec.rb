@@ -68,7 +68,12 @@ RSpec.describe "concurrency and rate limits" do
       started("wide").size == 600 && redis.llen("queue:wide").zero?
     end
     # Leases go back once the class is idle here (the keeper, within a fraction of a second).
-    wait_until("the slots to go back") { drained?("wide") && redis.hlen("jq:limit:run:WideWorker").zero? }
+    begin
+      wait_until("the slots to go back", timeout: 5) { drained?("wide") && redis.hlen("jq:limit:run:WideWorker").zero? }
+    rescue Exception
+      warn [redis.hgetall("jq:limit:run:WideWorker"), redis.hgetall("jq:limits:running"), redis.hgetall("jq:limits:deferred"), redis.zcard("schedule"), redis.keys("jq:limit:*")].inspect
+      raise
+    end
     warn format("concurrency limit 16, leased: peak %d running, up to %d slots seen leased", peak("wide"), leased)
     expect(peak("wide")).to be <= 16
     expect(leased).to be > 0

@@ -8,9 +8,12 @@
 //!   many as it has threads (at most a quarter of the limit), and only for a limit of at least
 //!   [`MIN_SLOTS_CAP`]. Taken and given back
 //!   in memory; the limit is still exact across processes (a leased slot is a slot). The keeper
-//!   ([`keep`], every [`KEEP_EVERY`]) gives the unused ones back when jobs of the limit wait
-//!   (`limit_lease.lua`, which resumes them) or the class went idle here, and while jobs wait the
-//!   process takes no leased slot and gives each used one back through Redis as it frees.
+//!   ([`keep`], every [`KEEP_EVERY`]) gives the unused ones back when the limit is contended (jobs
+//!   deferred, or resumed ones holding reservations: `limit_lease.lua`, which resumes them) or the
+//!   class went idle here, and while contended the process takes no leased slot and gives each used
+//!   one back through Redis as it frees. A resumed job that ran on a leased slot before the keeper
+//!   saw the contention leaves its reservation behind: the keeper drops those after
+//!   [`LEASED_RESERVATION_MS`].
 //! - **Tokens.** A rate lease is `n` tokens taken at once, to be spent within [`TOKENS_VALID`] of
 //!   asking; what is left then is dropped. The window records them as one member of weight `n` scored
 //!   at the lease's end, the bucket refills from the lease's end: either counts the leased starts no
@@ -47,6 +50,10 @@ pub const TOKENS_VALID: Duration = Duration::from_millis(100);
 pub const KEEP_EVERY: Duration = Duration::from_millis(50);
 /// Leased slots unused for this long go back.
 pub const IDLE_AFTER: Duration = Duration::from_millis(200);
+/// While a leased limit is contended, reservations older than this are dropped by the keeper: a
+/// resumed job that ran on a leased slot left its reservation behind (the pump's own lifetime,
+/// [`super::RESERVATION_MS`], is for limits checked job by job).
+pub const LEASED_RESERVATION_MS: u64 = 2_000;
 
 static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(with_lib!("limit_lease.lua")));
 
@@ -332,7 +339,8 @@ pub async fn keep_turn(conn: &mut Conn, identity: &str, leases: &Leases) -> Resu
             inv.arg(&prefix)
                 .arg(identity)
                 .arg(&lkey)
-                .arg(if force { "1" } else { "0" });
+                .arg(if force { "1" } else { "0" })
+                .arg(LEASED_RESERVATION_MS);
             for f in fields {
                 inv.arg(f);
             }
@@ -341,8 +349,8 @@ pub async fn keep_turn(conn: &mut Conn, identity: &str, leases: &Leases) -> Resu
         let fields = if idle {
             leases.take_free(&lkey)
         } else {
-            let (_, waiting) = conn.script::<(i64, i64)>(&call(false, &[])).await?;
-            leases.set_contended(&lkey, waiting > 0)
+            let (_, contended) = conn.script::<(i64, i64)>(&call(false, &[])).await?;
+            leases.set_contended(&lkey, contended > 0)
         };
         if !fields.is_empty() {
             conn.script::<(i64, i64)>(&call(true, &fields)).await?;
