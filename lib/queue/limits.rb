@@ -68,10 +68,15 @@ module JobQueue
         name = klass.name
         conc = spec.concurrency
         rate = spec.rate
+        ckey = conc && key_for(name, conc.key, args)
+        cap = conc ? conc.current(klass) : 0
+        rkey = rate && key_for(name, rate.key, args)
+        # Covered by the slots and tokens this process leased: taken in memory, no Redis call.
+        return false if fetcher.limit_leased(ckey, cap, rkey)
+
         outcome = fetcher.limit(
-          name, job["jid"].to_s,
-          conc && key_for(name, conc.key, args), conc ? conc.current(klass) : 0,
-          rate && key_for(name, rate.key, args), rate ? rate.kind.name : "", rate ? rate.count : 0, rate ? rate.per.to_f : 0.0
+          name, job["jid"].to_s, ckey, cap,
+          rkey, rate ? rate.kind.name : "", rate ? rate.count : 0, rate ? rate.per.to_f : 0.0
         )
         !outcome.nil?
       rescue ConnectionError => e

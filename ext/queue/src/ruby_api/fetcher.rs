@@ -12,7 +12,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use magnus::{prelude::*, Error, Integer, RArray, RHash, Ruby, Symbol, Value};
+use magnus::{prelude::*, Error, Integer, RArray, RHash, RString, Ruby, Symbol, Value};
 use queue_core::dedup::Release;
 use queue_core::fetch;
 use queue_core::limits::{self, Outcome, Rate, RateKind};
@@ -202,12 +202,6 @@ impl Fetcher {
             rate,
         };
         let inner = &rb_self.inner;
-        // Leased slots and tokens (queue_core::limits::lease) need no I/O: no GVL release.
-        if let Ok(mut fetcher) = inner.try_lock() {
-            if fetcher.limit_leased(&req).is_some() {
-                return Ok(ruby.qnil().as_value());
-            }
-        }
         let outcome =
             blocking(move || inner.lock().unwrap_or_else(|p| p.into_inner()).limit(&req))?;
         Ok(match outcome {
@@ -216,6 +210,31 @@ impl Fetcher {
             Outcome::Gone => ruby.to_symbol("gone").as_value(),
             Outcome::Scheduled(at) => ruby.float_from_f64(at).as_value(),
         })
+    }
+
+    /// `limit_leased(concurrency_key, limit, rate_key)`: true when the running job's limits are
+    /// covered by what the process leased (queue_core::limits::lease), taken in memory: it may run,
+    /// with no Redis call and the GVL held. False: ask [`Fetcher::limit`]. Keys as for `limit`.
+    fn limit_leased(
+        &self,
+        concurrency_key: Option<RString>,
+        limit: u64,
+        rate_key: Option<RString>,
+    ) -> Result<bool, Error> {
+        let Ok(mut fetcher) = self.inner.try_lock() else {
+            return Ok(false);
+        };
+        // SAFETY: the strings are the caller's arguments, alive and unchanged for this call, and
+        // no Ruby code runs while they are borrowed.
+        let conc = match &concurrency_key {
+            Some(s) => Some((unsafe { s.as_str() }?, limit)),
+            None => None,
+        };
+        let rkey = match &rate_key {
+            Some(s) => Some(unsafe { s.as_str() }?),
+            None => None,
+        };
+        Ok(fetcher.limit_leased_keys(conc, rkey).is_some())
     }
 
     fn bury(&self) -> Result<(), Error> {
@@ -267,6 +286,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("bury", magnus::method!(Fetcher::bury, 0))?;
     class.define_method("dedup", magnus::method!(Fetcher::dedup, 6))?;
     class.define_method("limit", magnus::method!(Fetcher::limit, 8))?;
+    class.define_method("limit_leased", magnus::method!(Fetcher::limit_leased, 3))?;
     class.define_method("close", magnus::method!(Fetcher::close, 0))?;
     Ok(())
 }

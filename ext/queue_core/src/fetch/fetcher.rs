@@ -465,10 +465,22 @@ impl Fetcher {
     /// the leases cover it (no Redis call), `None` to ask Redis. Also what the binding tries before
     /// it releases the GVL for [`Fetcher::limit`].
     pub fn limit_leased(&mut self, req: &limits::Request) -> Option<Outcome> {
+        let conc = req.concurrency.as_ref().map(|(k, c)| (k.as_str(), *c));
+        let rkey = req.rate.as_ref().map(|r| r.key.as_str());
+        self.limit_leased_keys(conc, rkey)
+    }
+
+    /// [`Fetcher::limit_leased`] by the limits' keys alone: the concurrency limit's key and limit,
+    /// the rate limit's key.
+    pub fn limit_leased_keys(
+        &mut self,
+        conc: Option<(&str, u64)>,
+        rkey: Option<&str>,
+    ) -> Option<Outcome> {
         if lock(&self.slot).current.is_none() {
             return None;
         }
-        let held = self.shared.leases.take(req)?;
+        let held = self.shared.leases.take_keys(conc, rkey)?;
         self.started = Some(Instant::now());
         self.limit_slot = held;
         Some(Outcome::Run)

@@ -124,33 +124,42 @@ impl Leases {
     /// Takes what `req` needs from the leases, in memory: `Some` (the leased slot to give back, if
     /// it has a concurrency limit) when the job may run without asking Redis.
     pub fn take(&self, req: &Request) -> Option<Option<Held>> {
+        if let Some(r) = &req.rate {
+            let st = lock(&self.state);
+            if !st.tokens.get(&r.key)?.fits(r) {
+                return None;
+            }
+        }
+        let conc = req.concurrency.as_ref().map(|(k, c)| (k.as_str(), *c));
+        self.take_keys(conc, req.rate.as_ref().map(|r| r.key.as_str()))
+    }
+
+    /// [`Leases::take`] by the limits' keys alone (the binding's fast path: no `Request` built). A
+    /// token lease is only ever replaced by one of the rate's current parameters.
+    pub fn take_keys(&self, conc: Option<(&str, u64)>, rkey: Option<&str>) -> Option<Option<Held>> {
         let mut st = lock(&self.state);
         let now = Instant::now();
-        if let Some((lkey, cap)) = &req.concurrency {
+        if let Some((lkey, cap)) = conc {
             let s = st.slots.get(lkey)?;
-            if s.contended || s.cap != *cap || s.free.is_empty() {
+            if s.contended || s.cap != cap || s.free.is_empty() {
                 return None;
             }
         }
-        if let Some(r) = &req.rate {
-            let t = st.tokens.get(&r.key)?;
-            if !t.fits(r) || t.left == 0 || now >= t.until {
+        if let Some(rkey) = rkey {
+            let t = st.tokens.get_mut(rkey)?;
+            if t.left == 0 || now >= t.until {
                 return None;
             }
+            t.left -= 1;
         }
-        if let Some(r) = &req.rate {
-            if let Some(t) = st.tokens.get_mut(&r.key) {
-                t.left -= 1;
-            }
-        }
-        let held = match &req.concurrency {
+        let held = match conc {
             Some((lkey, _)) => {
                 let s = st.slots.get_mut(lkey)?;
                 let field = s.free.pop()?;
                 s.used += 1;
                 s.last_take = now;
                 Some(Held {
-                    lkey: lkey.clone(),
+                    lkey: lkey.to_owned(),
                     jid: field,
                     leased: true,
                 })
