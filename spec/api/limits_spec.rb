@@ -69,9 +69,9 @@ RSpec.describe "concurrency and rate limits" do
     end
     # Leases go back once the class is idle here (the keeper, within a fraction of a second).
     begin
-      wait_until("the slots to go back", timeout: 5) { drained?("wide") && redis.hlen("jq:limit:run:WideWorker").zero? }
-    rescue Exception
-      warn [redis.hgetall("jq:limit:run:WideWorker"), redis.hgetall("jq:limits:running"), redis.hgetall("jq:limits:deferred"), redis.zcard("schedule"), redis.keys("jq:limit:*")].inspect
+      wait_until("the slots to go back", timeout: 10) { drained?("wide") && redis.hlen("jq:limit:run:WideWorker").zero? }
+    rescue RSpec::Expectations::ExpectationNotMetError
+      warn "left: #{[redis.hgetall("jq:limit:run:WideWorker"), redis.hgetall("jq:limits:running"), redis.hgetall("jq:limits:deferred")].inspect}"
       raise
     end
     warn format("concurrency limit 16, leased: peak %d running, up to %d slots seen leased", peak("wide"), leased)
