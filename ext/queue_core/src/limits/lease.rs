@@ -294,7 +294,10 @@ impl Leases {
     /// For the keeper: each leased limit, and whether it went idle here.
     fn leased(&self, now: Instant) -> Vec<(String, bool)> {
         let mut st = lock(&self.state);
-        st.slots.retain(|_, s| !(s.free.is_empty() && s.used == 0));
+        // Kept while contended even with nothing leased: the keeper still drops the reservations a
+        // resumed job left behind by running on a leased slot.
+        st.slots
+            .retain(|_, s| !(s.free.is_empty() && s.used == 0 && !s.contended));
         st.slots
             .iter()
             .map(|(lkey, s)| (lkey.clone(), now.duration_since(s.last_take) >= IDLE_AFTER))
@@ -355,12 +358,11 @@ pub async fn keep_turn(conn: &mut Conn, identity: &str, leases: &Leases) -> Resu
             }
             inv
         };
-        let fields = if idle {
-            leases.take_free(&lkey)
-        } else {
-            let (_, contended) = conn.script::<(i64, i64)>(&call(false, &[])).await?;
-            leases.set_contended(&lkey, contended > 0)
-        };
+        let (_, contended) = conn.script::<(i64, i64)>(&call(false, &[])).await?;
+        let mut fields = leases.set_contended(&lkey, contended > 0);
+        if idle {
+            fields.extend(leases.take_free(&lkey));
+        }
         if !fields.is_empty() {
             conn.script::<(i64, i64)>(&call(true, &fields)).await?;
         }
