@@ -477,9 +477,7 @@ impl Fetcher {
         conc: Option<(&str, u64)>,
         rkey: Option<&str>,
     ) -> Option<Outcome> {
-        if lock(&self.slot).current.is_none() {
-            return None;
-        }
+        lock(&self.slot).current.as_ref()?;
         let held = self.shared.leases.take_keys(conc, rkey)?;
         self.started = Some(Instant::now());
         self.limit_slot = held;
