@@ -5,7 +5,7 @@
 # through the app's own redis gem (bench/apps/mix_work.rb), run by the real Sidekiq 6.4.1 and by
 # queue, in the same run, on a redis-server of the benchmark's own.
 #
-#   ruby bench/mix.rb                       # N=20000 jobs a drain, ROUNDS=5, -c 10 and -c 25; RSS_N=1000000
+#   ruby bench/mix.rb                       # N=20000 jobs a drain, ROUNDS=5, -c 10 and -c 25; RSS_N=1000000 at RSS_C=10,25
 #   N=5000 ROUNDS=5 RSS_N=100000 ruby bench/mix.rb
 #   RSS_N=0 ruby bench/mix.rb               # throughput only
 #   N=0 ruby bench/mix.rb                   # RSS only
@@ -13,9 +13,9 @@
 # 1. Throughput: each round drains N jobs with each server at each concurrency (the order of the
 #    servers alternating between rounds); jobs/s, server and Redis CPU per job, the median of the
 #    rounds, and queue / Sidekiq.
-# 2. Memory: each server drains RSS_N jobs at -c RSS_C (pushed in slices while it runs); VmRSS and
-#    VmHWM when it takes its first job, every RSS_N / 10 jobs, and at the end. Goal: queue's VmRSS
-#    at the end ≤ 0.5× Sidekiq's.
+# 2. Memory: each server drains RSS_N jobs at each concurrency of RSS_C (pushed in slices while it
+#    runs); VmRSS and VmHWM when it takes its first job, every RSS_N / 10 jobs, and at the end.
+#    Goal: queue's VmRSS at the end ≤ 0.5× Sidekiq's, at each concurrency.
 require_relative "lib/clients"
 require_relative "lib/cpu"
 require_relative "lib/mix_db"
@@ -31,7 +31,7 @@ module Bench
     CONCURRENCIES = [10, 25].freeze
     SERVERS = %i[sidekiq queue].freeze
     RSS_JOBS = Integer(ENV.fetch("RSS_N", "1000000"))
-    RSS_CONCURRENCY = Integer(ENV.fetch("RSS_C", "10"))
+    RSS_CONCURRENCIES = ENV.fetch("RSS_C", "10,25").split(",").map { |c| Integer(c) }.freeze
     TARGET_RSS = 0.5
     LABELS = {sidekiq: "Sidekiq #{Sidekiq::VERSION}", queue: "queue #{JobQueue::VERSION}"}.freeze
 
@@ -67,11 +67,15 @@ module Bench
       end
     end
 
+    # {"c10" => {"sidekiq" => run, "queue" => run}, ...}
     def rss_runs(redis, db)
       every = [RSS_JOBS / 10, 1].max
-      SERVERS.to_h do |kind|
-        warn "memory: #{kind} -c #{RSS_CONCURRENCY} draining #{RSS_JOBS} mix jobs..."
-        [kind.to_s, RssRun.new(kind, redis, db: db, jobs: RSS_JOBS, concurrency: RSS_CONCURRENCY, every: every).call]
+      RSS_CONCURRENCIES.to_h do |c|
+        runs = SERVERS.to_h do |kind|
+          warn "memory: #{kind} -c #{c} draining #{RSS_JOBS} mix jobs..."
+          [kind.to_s, RssRun.new(kind, redis, db: db, jobs: RSS_JOBS, concurrency: c, every: every).call]
+        end
+        ["c#{c}", runs]
       end
     end
 
@@ -92,7 +96,8 @@ module Bench
       puts "\nMix: jobs reading one SQLite row and making one Redis INCR (redis gem #{Redis::VERSION}, ConnectionPool)"
       puts Report.load_line(machine["loadavg_before"], machine["loadavg_after"])
       print_throughput(rounds, summary) unless rounds.empty?
-      print_rss(rss) unless rss.empty?
+      rss.each_value { |runs| print_rss(runs) }
+      print_goals(rss) unless rss.empty?
     end
 
     def print_throughput(rounds, summary)
@@ -117,7 +122,7 @@ module Bench
 
     def print_rss(rss)
       jobs = rss.values.first["jobs"]
-      puts "\nMemory: #{Report.num(jobs)} jobs drained at -c #{RSS_CONCURRENCY}, VmRSS / VmHWM in MB\n\n"
+      puts "\nMemory: #{Report.num(jobs)} jobs drained at -c #{rss.values.first["concurrency"]}, VmRSS / VmHWM in MB\n\n"
       points = ["start", *rss.values.first["progress"].map { |p| Report.num(p["jobs"]) }, "end"]
       rows = rss.map do |kind, run|
         cells = [run["start"], *run["progress"], run["end"]].map { |s| "#{mb(s["VmRSS"])} / #{mb(s["VmHWM"])}" }
@@ -129,11 +134,16 @@ module Bench
         puts "#{LABELS.fetch(kind.to_sym)} at the end: #{e["Threads"]} threads, RssAnon #{mb(e["RssAnon"])} MB, " \
           "RssFile #{mb(e["RssFile"])} MB, Pss #{mb(e.dig("smaps_rollup", "Pss"))} MB; drain #{Report.num(run["seconds"], 1)} s"
       end
-      ratio = Report.ratio(rss.dig("queue", "end", "VmRSS").to_f, rss.dig("sidekiq", "end", "VmRSS").to_f)
-      hwm = Report.ratio(rss.dig("queue", "end", "VmHWM").to_f, rss.dig("sidekiq", "end", "VmHWM").to_f)
-      puts "\nGoal:"
-      puts Report.target("queue's VmRSS after #{Report.num(jobs)} jobs ≤ #{TARGET_RSS}× Sidekiq's", ratio <= TARGET_RSS,
-        "#{Report.times(ratio)} (VmHWM #{Report.times(hwm)})")
+    end
+
+    def print_goals(rss)
+      puts "\nGoal (issue #27 point 4):"
+      rss.each_value do |runs|
+        ratio = Report.ratio(runs.dig("queue", "end", "VmRSS").to_f, runs.dig("sidekiq", "end", "VmRSS").to_f)
+        hwm = Report.ratio(runs.dig("queue", "end", "VmHWM").to_f, runs.dig("sidekiq", "end", "VmHWM").to_f)
+        what = "queue's VmRSS after #{Report.num(runs.dig("queue", "jobs"))} jobs at -c #{runs.dig("queue", "concurrency")} ≤ #{TARGET_RSS}× Sidekiq's"
+        puts Report.target(what, ratio <= TARGET_RSS, "#{Report.times(ratio)} (VmHWM #{Report.times(hwm)})")
+      end
     end
 
     def mb(kb) = Report.num(kb / 1024.0, 1)
