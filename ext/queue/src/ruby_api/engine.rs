@@ -97,7 +97,7 @@ pub(super) fn with_sync<T>(
     id: u64,
     op: impl FnOnce(&mut SyncConn) -> queue_core::Result<T>,
 ) -> queue_core::Result<T> {
-    on_thread(&SYNC_CONNS, id, || Ok(SyncConn::polling(redis)), op)
+    on_thread(&SYNC_CONNS, id, || Ok(SyncConn::combined(redis)), op)
 }
 
 /// `{"queued" =>, "scheduled" =>, "retry" =>, "keys" =>}`.

@@ -93,6 +93,28 @@ impl<'a> SwitchOn<'a> {
         Ok(())
     }
 
+    /// Writes `packed` and reads `count` replies, each as it is (a server error as a value): the
+    /// replies read, and the failure that stopped it early if one did (the connection is then out
+    /// of step and must not be used again). For a combined write (`combining`).
+    pub fn exchange(&mut self, packed: &[u8], count: usize) -> (Vec<Value>, Option<RedisError>) {
+        let mut values = Vec::with_capacity(count);
+        let sent = match self.switch_on_with(packed) {
+            Ok(true) => Ok(()),
+            Ok(false) => self.send(packed),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = sent {
+            return (values, Some(e));
+        }
+        while values.len() < count {
+            match self.recv_reply() {
+                Ok(value) => values.push(value),
+                Err(e) => return (values, Some(e)),
+            }
+        }
+        (values, None)
+    }
+
     fn recv_reply(&mut self) -> RedisResult<Value> {
         loop {
             match self.conn.recv_response()? {

@@ -1,0 +1,335 @@
+//! Client calls from many threads sharing round trips: one connection per process and server that
+//! every client thread writes through, with the calls made at the same time going out in one write.
+//!
+//! A Puma app enqueues from many threads at once. With a connection per thread each `perform_async`
+//! was a round trip of its own, and 16 threads pushed no faster than one. Here the threads combine:
+//! a call that finds no write in flight leads — it writes its own commands, plus every command that
+//! other threads queued meanwhile, in one `write`, reads all the replies in order (polling for them
+//! as `busy_poll` does), and hands each waiting thread its own replies. A call that finds a write in
+//! flight queues its packed commands and sleeps until its replies come, or until the leader, done,
+//! hands it the lead for the calls queued behind it. A lone thread always leads at once: its cost
+//! over a connection of its own is two uncontended locks.
+//!
+//! Each call still returns only once its replies are read (its job is in Redis). Replies stay per
+//! call: an error reply (a script's, `READONLY`) fails only the call it answers. A connection that
+//! breaks in a flight fails the calls whose replies were not all read, each as a connection error;
+//! nothing is sent again (a push written once may have run). Calls whose replies were read before it
+//! broke succeeded and return them. A dial that fails has written nothing: the waiting calls then try
+//! again themselves, each leading in turn, so each gets its own error (and its own dial).
+//!
+//! The shared connection is an ordinary [`SyncConn`] (busy polling, TLS, unix sockets, Sentinel's
+//! generation redial all as before). [`SyncConn::combined`] is the per-thread handle the Ruby
+//! binding keeps; every call on it comes here. The connection belongs to the process that dialled
+//! it: a forked child finds the parent's combiner by its pid and makes its own (the parent's is
+//! leaked, never closed, as inherited connections are).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+
+use redis::{ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
+
+use crate::error::{Error, Result};
+
+use super::blocking::SyncConn;
+use super::busy_poll::PollCounts;
+use super::connection::Redis;
+
+/// The connection shared by a process's client threads, and the calls waiting for it.
+pub struct Combiner {
+    pid: u32,
+    queue: Mutex<Queue>,
+    /// Locked by the leader only, so never contended (but by `poll_counts`).
+    conn: Mutex<SyncConn>,
+    /// A call saw a reply meaning the connection is on a demoted master (`READONLY`): the next
+    /// leader dials again before writing.
+    stale: AtomicBool,
+    calls: AtomicU64,
+    flights: AtomicU64,
+}
+
+/// What a combiner has done so far: calls made, writes (flights) they went out in, and calls
+/// queued behind the flight in progress right now.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CombineCounts {
+    pub calls: u64,
+    pub flights: u64,
+    pub queued: usize,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// A leader is writing or reading.
+    leading: bool,
+    waiting: VecDeque<Arc<Waiter>>,
+}
+
+/// A call queued behind the flight in progress.
+struct Waiter {
+    packed: Vec<u8>,
+    count: usize,
+    state: Mutex<State>,
+    ready: Condvar,
+}
+
+enum State {
+    Waiting,
+    /// Lead the calls queued now, this one first.
+    Lead,
+    /// Its replies, or why they cannot come.
+    Done(RedisResult<Vec<Value>>),
+    /// The leader could not dial: nothing was written; try again.
+    Retry,
+}
+
+/// One call's commands: the leader's own, or a waiter's.
+struct Call<'a> {
+    packed: &'a [u8],
+    count: usize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere while holding it leaves plain data behind, still consistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Waiter {
+    fn finish(&self, state: State) {
+        *lock(&self.state) = state;
+        self.ready.notify_one();
+    }
+
+    fn wait(&self) -> State {
+        let mut state = lock(&self.state);
+        loop {
+            match std::mem::replace(&mut *state, State::Waiting) {
+                State::Waiting => {
+                    state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+impl Combiner {
+    fn new(redis: &Redis) -> Combiner {
+        Combiner {
+            pid: std::process::id(),
+            queue: Mutex::new(Queue::default()),
+            conn: Mutex::new(SyncConn::polling(redis)),
+            stale: AtomicBool::new(false),
+            calls: AtomicU64::new(0),
+            flights: AtomicU64::new(0),
+        }
+    }
+
+    pub fn counts(&self) -> CombineCounts {
+        CombineCounts {
+            calls: self.calls.load(Ordering::Relaxed),
+            flights: self.flights.load(Ordering::Relaxed),
+            queued: lock(&self.queue).waiting.len(),
+        }
+    }
+
+    /// What the shared connection's polling has done, if it polls and has found its socket.
+    pub fn poll_counts(&self) -> Option<PollCounts> {
+        lock(&self.conn).poll_counts()
+    }
+
+    /// Runs `op` (a client call: a command, a pipeline, a script) through the shared connection;
+    /// errors are mapped as a connection of one's own maps them.
+    pub(super) fn run<T>(
+        &self,
+        redis: &Redis,
+        op: impl FnOnce(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> Result<T> {
+        let mut shared = Shared {
+            combiner: self,
+            failure: None,
+        };
+        let result = op(&mut shared);
+        if let Some(e) = shared.failure {
+            return Err(e);
+        }
+        result.map_err(|e| {
+            let err = redis.command_error(e);
+            if err.is_connection() {
+                self.stale.store(true, Ordering::Relaxed);
+            }
+            err
+        })
+    }
+
+    /// Sends `packed` (`count` commands) and returns their replies: as leader at once, or queued
+    /// behind the flight in progress. The outer error is a dial's that wrote nothing.
+    fn submit(&self, packed: &[u8], count: usize) -> Result<RedisResult<Vec<Value>>> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        loop {
+            let mut queue = lock(&self.queue);
+            if !queue.leading {
+                queue.leading = true;
+                drop(queue);
+                return self.lead(Call { packed, count }, Vec::new());
+            }
+            let waiter = Arc::new(Waiter {
+                packed: packed.to_vec(),
+                count,
+                state: Mutex::new(State::Waiting),
+                ready: Condvar::new(),
+            });
+            queue.waiting.push_back(Arc::clone(&waiter));
+            drop(queue);
+            match waiter.wait() {
+                State::Done(replies) => return Ok(replies),
+                State::Retry | State::Waiting => continue,
+                State::Lead => {
+                    let others: Vec<Arc<Waiter>> = lock(&self.queue).waiting.drain(..).collect();
+                    let own = Call {
+                        packed: &waiter.packed,
+                        count: waiter.count,
+                    };
+                    return self.lead(own, others);
+                }
+            }
+        }
+    }
+
+    /// One flight: `own` and `others` in one write, their replies read in order. Hands the lead on
+    /// to the first call queued meanwhile (or gives it up), then each waiter its replies.
+    fn lead(&self, own: Call<'_>, others: Vec<Arc<Waiter>>) -> Result<RedisResult<Vec<Value>>> {
+        self.flights.fetch_add(1, Ordering::Relaxed);
+        let total = own.count + others.iter().map(|w| w.count).sum::<usize>();
+        let exchanged = {
+            let mut conn = lock(&self.conn);
+            if self.stale.swap(false, Ordering::Relaxed) {
+                conn.reset();
+            }
+            if others.is_empty() {
+                conn.exchange(own.packed, total)
+            } else {
+                let len = own.packed.len() + others.iter().map(|w| w.packed.len()).sum::<usize>();
+                let mut bytes = Vec::with_capacity(len);
+                bytes.extend_from_slice(own.packed);
+                for w in &others {
+                    bytes.extend_from_slice(&w.packed);
+                }
+                conn.exchange(&bytes, total)
+            }
+        };
+        self.hand_on();
+        let (values, broken) = match exchanged {
+            Ok(read) => read,
+            Err(e) => {
+                for w in &others {
+                    w.finish(State::Retry);
+                }
+                return Err(e);
+            }
+        };
+        let mut values = values.into_iter();
+        let mut take = |count: usize| -> RedisResult<Vec<Value>> {
+            let replies: Vec<Value> = values.by_ref().take(count).collect();
+            match &broken {
+                Some(e) if replies.len() < count => Err(e.clone()),
+                _ => Ok(replies),
+            }
+        };
+        let mine = take(own.count);
+        for w in &others {
+            w.finish(State::Done(take(w.count)));
+        }
+        Ok(mine)
+    }
+
+    /// After a flight: the first call queued meanwhile leads the next one; with none, no one leads.
+    fn hand_on(&self) {
+        let mut queue = lock(&self.queue);
+        match queue.waiting.pop_front() {
+            Some(next) => {
+                drop(queue);
+                next.finish(State::Lead);
+            }
+            None => queue.leading = false,
+        }
+    }
+}
+
+/// One call's view of the shared connection: what `op` sends through it is submitted as one unit.
+struct Shared<'a> {
+    combiner: &'a Combiner,
+    /// The dial's error when the call could not be sent (the `RedisError` returned stands for it).
+    failure: Option<Error>,
+}
+
+impl Shared<'_> {
+    fn call(&mut self, packed: &[u8], count: usize) -> RedisResult<Vec<Value>> {
+        match self.combiner.submit(packed, count) {
+            Ok(replies) => replies,
+            Err(e) => {
+                self.failure = Some(e);
+                Err(RedisError::from((ErrorKind::Io, "not connected")))
+            }
+        }
+    }
+}
+
+impl ConnectionLike for Shared<'_> {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        self.call(cmd, 1)?
+            .pop()
+            .ok_or_else(|| RedisError::from((ErrorKind::Io, "no reply")))
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        let mut replies = self.call(cmd, offset + count)?;
+        // A transaction: the replies to MULTI and each QUEUED come first; an error among them
+        // means nothing ran.
+        if let Some(Value::ServerError(e)) = replies[..offset]
+            .iter()
+            .find(|v| matches!(v, Value::ServerError(_)))
+        {
+            return Err(RedisError::from(e.clone()));
+        }
+        Ok(replies.split_off(offset))
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+
+    fn check_connection(&mut self) -> bool {
+        redis::cmd("PING").query::<String>(self).is_ok()
+    }
+
+    fn is_open(&self) -> bool {
+        true
+    }
+}
+
+/// Where a [`Redis`] keeps its process's combiner: weakly, so that it goes (and its connection
+/// closes) with the last thread's handle.
+#[derive(Default)]
+pub(super) struct Registry(Mutex<Weak<Combiner>>);
+
+impl Registry {
+    /// This process's combiner for `redis`, made if there is none (or only the parent's).
+    pub(super) fn get(&self, redis: &Redis) -> Arc<Combiner> {
+        let mut slot = lock(&self.0);
+        if let Some(combiner) = slot.upgrade() {
+            if combiner.pid == std::process::id() {
+                return combiner;
+            }
+            // The parent's: its socket is the parent's too, so it is never closed here.
+            std::mem::forget(combiner);
+        }
+        let combiner = Arc::new(Combiner::new(redis));
+        *slot = Arc::downgrade(&combiner);
+        combiner
+    }
+}
