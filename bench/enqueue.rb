@@ -1,11 +1,17 @@
 #!/usr/bin/env ruby
 # frozen_string_literal: true
 
-# Enqueue rate from one thread: Sidekiq 6.4.1's client against queue's, in the same run, on a
-# redis-server of the benchmark's own.
+# Enqueue rate: Sidekiq 6.4.1's client against queue's, in the same run, on a redis-server of the
+# benchmark's own.
 #
 #   ruby bench/enqueue.rb             # M=20000 one by one, BULK_M=100000 in bulk, ROUNDS=3
 #   M=5000 BULK_M=20000 ROUNDS=2 ruby bench/enqueue.rb
+#   MODES=one_by_one,threads ROUNDS=5 ruby bench/enqueue.rb   # one thread and 16 (THREADS=16)
+#
+# The mode `threads` pushes M jobs one by one from THREADS threads at once (M / THREADS each), as a
+# Puma app's threads do; Sidekiq's client then gets a connection pool of THREADS connections (its
+# default is 5), queue's threads share one connection whose concurrent pushes go out together
+# (`link/combining.rs`). It runs only when MODES names it.
 #
 # Each round pushes M blank jobs with each client one by one (`perform_async`), and BULK_M in bulk
 # (`perform_bulk`, batches of 1000; more jobs than one by one because a bulk push of 20,000 takes
@@ -26,24 +32,30 @@ require_relative "lib/enqueue_run"
 module Bench
   # Runs the rounds and prints and records the results.
   module Enqueue
-    JOBS = {one_by_one: Integer(ENV.fetch("M", "20000")), bulk: Integer(ENV.fetch("BULK_M", "100000"))}.freeze
+    JOBS = {
+      one_by_one: Integer(ENV.fetch("M", "20000")), bulk: Integer(ENV.fetch("BULK_M", "100000")),
+      threads: Integer(ENV.fetch("M", "20000"))
+    }.freeze
     ROUNDS = Integer(ENV.fetch("ROUNDS", "3"))
     WARMUP = 1000
     KINDS = %i[sidekiq queue].freeze
-    MODES = %i[one_by_one bulk].freeze
+    MODES = ENV.fetch("MODES", "one_by_one,bulk").split(",").map(&:to_sym).freeze
     FIELDS = %w[jobs_per_s client_cpu_us_per_job redis_cpu_us_per_job seconds other_processes_cores].freeze
     LABELS = {sidekiq: "Sidekiq #{Sidekiq::VERSION}", queue: "queue #{JobQueue::VERSION}", round_trip: "bare round trip (PING)"}.freeze
     MODE_LABELS = {
       one_by_one: "#{Report.num(JOBS[:one_by_one])} one by one (perform_async)",
-      bulk: "#{Report.num(JOBS[:bulk])} in bulk (perform_bulk, 1000 a batch)"
+      bulk: "#{Report.num(JOBS[:bulk])} in bulk (perform_bulk, 1000 a batch)",
+      threads: "#{Report.num(JOBS[:threads])} one by one from #{EnqueueRun::THREADS} threads (perform_async)"
     }.freeze
     TARGET_SPEEDUP = 2.0
+    TARGET_THREADS_SPEEDUP = 8.0
 
     module_function
 
     def run
       redis = RedisServer.new.start
       Clients.configure(redis.url)
+      Clients.pool(redis.url, EnqueueRun::THREADS) if MODES.include?(:threads)
       warm_up(redis)
       load_before = Cpu.loadavg
       rounds = (1..ROUNDS).map { |i| round(redis, i) }
@@ -94,7 +106,7 @@ module Bench
     end
 
     def print_report(rounds, summary, load_before, load_after)
-      puts "\nEnqueue: blank jobs from one thread, median of #{ROUNDS} round(s)"
+      puts "\nEnqueue: blank jobs, median of #{ROUNDS} round(s)"
       puts Report.load_line(load_before, load_after)
       header = ["", "jobs/s", "client CPU µs/job", "Redis CPU µs/job", "seconds", "other procs (cores)"]
       MODES.each do |mode|
@@ -119,6 +131,11 @@ module Bench
       one = summary.fetch("one_by_one")
       puts "  #{speedup >= TARGET_SPEEDUP ? "met   " : "MISSED"}  one-by-one enqueue ≥ #{TARGET_SPEEDUP}× Sidekiq: #{Report.times(speedup)} " \
         "(ceiling #{Report.times(one["ceiling"])}; Sidekiq's CPU per push over queue's #{Report.times(one["cpu_per_push_ratio"])})"
+      return unless (threaded = summary.dig("threads", "ratios", "jobs_per_s"))
+
+      puts "  #{threaded >= TARGET_THREADS_SPEEDUP ? "met   " : "MISSED"}  enqueue from #{EnqueueRun::THREADS} threads ≥ " \
+        "#{TARGET_THREADS_SPEEDUP}× Sidekiq: #{Report.times(threaded)} (queue #{Report.num(summary.dig("threads", "queue", "jobs_per_s"))}/s, " \
+        "one thread #{Report.num(one.dig("queue", "jobs_per_s"))}/s)"
     end
 
     # How close to a bare round trip each push is: the ceiling is the round trip's rate over
