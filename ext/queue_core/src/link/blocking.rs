@@ -184,10 +184,12 @@ impl SyncConn {
     /// For `combining`: writes `packed`, commands whose replies are all wanted, and reads `count`
     /// replies. An error is a dial's (nothing written); otherwise the replies read, and the failure
     /// that stopped the reading early, if one did (the connection is then dropped).
+    /// `poll`: whether to poll for the replies (`busy_poll`) if this connection polls at all.
     pub(super) fn exchange(
         &mut self,
         packed: &[u8],
         count: usize,
+        poll: bool,
     ) -> Result<(Vec<redis::Value>, Option<redis::RedisError>)> {
         self.open()?;
         let conn = self
@@ -195,7 +197,7 @@ impl SyncConn {
             .as_mut()
             .ok_or_else(|| Error::connection("not connected"))?;
         let mut switching = SwitchOn::new(conn, self.replies);
-        let mut wait = (self.poll.as_mut())
+        let mut wait = (self.poll.as_mut().filter(|_| poll))
             .zip(self.socket.as_ref())
             .map(|(poll, socket)| move || poll.wait(socket));
         if let Some(wait) = wait.as_mut() {

@@ -206,7 +206,7 @@ impl Combiner {
                 conn.reset();
             }
             if others.is_empty() {
-                conn.exchange(own.packed, total)
+                conn.exchange(own.packed, total, true)
             } else {
                 let len = own.packed.len() + others.iter().map(|w| w.packed.len()).sum::<usize>();
                 let mut bytes = Vec::with_capacity(len);
@@ -214,7 +214,7 @@ impl Combiner {
                 for w in &others {
                     bytes.extend_from_slice(&w.packed);
                 }
-                conn.exchange(&bytes, total)
+                conn.exchange(&bytes, total, false)
             }
         };
         self.hand_on();
