@@ -200,6 +200,10 @@ impl Combiner {
     fn lead(&self, own: Call<'_>, others: Vec<Arc<Waiter>>) -> Result<RedisResult<Vec<Value>>> {
         self.flights.fetch_add(1, Ordering::Relaxed);
         let total = own.count + others.iter().map(|w| w.count).sum::<usize>();
+        let unwinding = Unwinding {
+            combiner: self,
+            others: &others,
+        };
         let exchanged = {
             let mut conn = lock(&self.conn);
             if self.stale.swap(false, Ordering::Relaxed) {
@@ -217,6 +221,7 @@ impl Combiner {
                 conn.exchange(&bytes, total, false)
             }
         };
+        std::mem::forget(unwinding);
         self.hand_on();
         let (values, broken) = match exchanged {
             Ok(read) => read,
@@ -251,6 +256,25 @@ impl Combiner {
                 next.finish(State::Lead);
             }
             None => queue.leading = false,
+        }
+    }
+}
+
+/// Armed while a leader writes and reads: should that panic, the calls of its flight fail and the
+/// lead passes on, instead of every later call waiting for a flight that never ends; the connection,
+/// perhaps mid-reply, is dialled again.
+struct Unwinding<'a> {
+    combiner: &'a Combiner,
+    others: &'a [Arc<Waiter>],
+}
+
+impl Drop for Unwinding<'_> {
+    fn drop(&mut self) {
+        self.combiner.stale.store(true, Ordering::Relaxed);
+        self.combiner.hand_on();
+        for w in self.others {
+            let failed = RedisError::from((ErrorKind::Io, "the write carrying this call failed"));
+            w.finish(State::Done(Err(failed)));
         }
     }
 }
