@@ -23,6 +23,7 @@ require_relative "queue/job_log"
 require_relative "queue/application_worker"
 require_relative "queue/cronjob_queue"
 require_relative "queue/cron"
+require_relative "queue/batch"
 require_relative "queue/ordered" # Lowkiq-style ordered workers
 
 # queue: background jobs on Sidekiq's Redis format, run by a Rust engine.

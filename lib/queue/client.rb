@@ -58,6 +58,8 @@ module JobQueue
     # `perform_async`: the job built and queued by the engine in one call when nothing in Ruby needs
     # to see it (DirectPush), else #push. Returns the jid, or nil if the job was not queued.
     def push_args(worker_class, args)
+      return push_batch_args(worker_class, [args])&.first || push("class" => worker_class, "args" => args) if Batch.current
+
       template = direct_push? && worker_class.push_template
       if template
         flag = template.deduplicated ? feature_flag(template.queue) : nil
@@ -72,6 +74,11 @@ module JobQueue
     # it does not write (or an entry that is not an Array) takes #push_bulk, with the same result.
     # Returns the jids of the jobs queued.
     def push_bulk_args(worker_class, args_list)
+      if Batch.current && args_list.is_a?(Array)
+        return args_list.each_slice(BULK_SLICE).flat_map do |slice|
+          push_batch_args(worker_class, slice) || push_bulk("class" => worker_class, "args" => slice)
+        end
+      end
       template = direct_push? && args_list.is_a?(Array) && worker_class.push_template
       return push_bulk("class" => worker_class, "args" => args_list) unless template
 
@@ -79,6 +86,15 @@ module JobQueue
       args_list.each_slice(BULK_SLICE).flat_map do |slice|
         engine_for(template.store).push_bulk_new(template.native, slice, flag) || push_bulk("class" => worker_class, "args" => slice)
       end
+    end
+
+    # Jobs of the running `Batch#jobs` block built and queued by the engine with the batch's bid,
+    # counted in the same MULTI; nil when they must take the Ruby path (which adds the bid too).
+    def push_batch_args(worker_class, args_list)
+      template = direct_push? && worker_class.push_template
+      return nil if !template || template.deduplicated
+
+      batch_engine(template.store).batch_push_new(Batch.current.bid, template.native, args_list)
     end
 
     # Sidekiq 8's floor on "spread_interval": the scheduler's poll interval there.
@@ -176,6 +192,7 @@ module JobQueue
       raise ArgumentError, "job needs a queue name" if job["queue"].empty?
 
       JsonArgs.check!(job["args"], job["class"])
+      job["bid"] ||= Batch.current&.bid if Batch.current # joins the batch whose jobs block runs
       job["jid"] ||= SecureRandom.hex(12)
       job["created_at"] ||= Time.now.to_f
       if job.key?("at")
@@ -224,6 +241,16 @@ module JobQueue
     # shard of an enclosing `via` block wins, as Sidekiq Pro's does over a worker's pool. Without
     # config.redis_shards every store is "main" (routing rules written for several shards work on
     # one Redis); with them, an unknown store raises naming the known ones.
+    # A batch and its jobs live on one shard, the batch's: "main", or the shard of the `via` block it
+    # was created in. A job whose worker's `store` names another shard cannot join it.
+    def batch_engine(store)
+      engine = @config.engine
+      return engine if store.nil? || !@config.shards.many? || engine_for(store).equal?(engine)
+
+      raise ArgumentError, "a job stored on shard #{store.inspect} cannot join a batch on shard #{(Shards.current || Shards::MAIN).inspect}: " \
+                           "a batch and its jobs live on one shard; create the batch inside JobQueue::Client.via(#{store.inspect})"
+    end
+
     def engine_for(store)
       return @config.engine if store.nil? || Thread.current[Shards::VIA_KEY] || !@config.shards.many?
 
@@ -250,6 +277,8 @@ module JobQueue
     end
 
     def write_one(job)
+      return write([job]) if job["bid"] # counted in its batch (batch.rb)
+
       engine = engine_for(job["store"])
       if job.key?("at")
         at = job.delete("at")
@@ -260,20 +289,25 @@ module JobQueue
       end
     end
 
+    # Jobs carrying a "bid" are queued and counted in their batch in one atomic step.
     def write(jobs)
       return if jobs.empty?
 
       return jobs.group_by { |j| j["store"] }.each_value { |group| write(group) } if jobs.any? { |j| j["store"] != jobs.first["store"] }
 
-      engine = engine_for(jobs.first["store"])
+      engine = jobs.first["bid"] ? batch_engine(jobs.first["store"]) : engine_for(jobs.first["store"])
       scheduled, now = jobs.partition { |j| j.key?("at") }
-      scheduled.each_slice(BULK_SLICE) do |slice|
-        engine.schedule(slice.map { |j| [j.delete("at").to_f, JSON.generate(j)] })
+      scheduled.group_by { |j| j["bid"] }.each do |bid, group|
+        group.each_slice(BULK_SLICE) do |slice|
+          entries = slice.map { |j| [j.delete("at").to_f, JSON.generate(j)] }
+          bid ? engine.batch_schedule(bid.to_s, entries) : engine.schedule(entries)
+        end
       end
       enqueued_at = Time.now.to_f
-      now.group_by { |j| j["queue"] }.each do |queue, group|
+      now.group_by { |j| [j["queue"], j["bid"]] }.each do |(queue, bid), group|
         group.each_slice(BULK_SLICE) do |slice|
-          engine.push(queue, slice.map { |j| j["enqueued_at"] = Timestamp.for_job(j, enqueued_at); JSON.generate(j) })
+          jsons = slice.map { |j| j["enqueued_at"] = Timestamp.for_job(j, enqueued_at); JSON.generate(j) }
+          bid ? engine.batch_push(bid.to_s, queue, jsons) : engine.push(queue, jsons)
         end
       end
     end
@@ -284,8 +318,12 @@ module JobQueue
     def push_with_deduplication(jobs, dedup, worker_class)
       deduplicated, plain = jobs.partition { |j| deduplication(worker_class, j) }
       write(plain)
+      batched = deduplicated.group_by { |j| j["bid"] }.transform_values(&:size)
+      batched.each { |bid, n| @config.engine.batch_adjust(bid.to_s, n) if bid } # counted first (batch.rb)
       pushed = deduplicated.group_by { |j| [j["queue"], j["store"]] }.flat_map { |_, group| push_deduplicated(group, dedup, worker_class) }
-      deduplicated - pushed
+      dropped = deduplicated - pushed
+      dropped.group_by { |j| j["bid"] }.each { |bid, group| @config.engine.batch_adjust(bid.to_s, -group.size) if bid }
+      dropped
     end
 
     # The worker's deduplication options when `job` (if given) is to be deduplicated: immediate, or

@@ -15,6 +15,16 @@ module JobQueue
       parser.on("-e", "--environment ENV", "application environment") { |v| options[:environment] = v }
     end
 
+    # A parser with `banner`, -r and -e, whatever the block adds, and -h: a subcommand's whole parser.
+    def parser(banner, options, out)
+      OptionParser.new do |o|
+        o.banner = banner
+        app(o, options)
+        yield o if block_given?
+        help(o, options, out)
+      end
+    end
+
     def help(parser, options, out)
       parser.on_tail("-h", "--help", "show this help") do
         out.puts parser

@@ -26,7 +26,7 @@ module JobQueue
     BUSY_POLL_RANGE = (0..1000).freeze
     DEFAULT_BUSY_POLL_US = 100
 
-    attr_reader :concurrency, :timeout, :max_batch, :queues, :namespace, :busy_poll_us, :gitlab_fetcher_scan
+    attr_reader :concurrency, :timeout, :max_batch, :batch_expiry, :queues, :namespace, :busy_poll_us, :gitlab_fetcher_scan
     attr_reader :error_handlers, :death_handlers, :client_middleware_chain, :server_middleware_chain
     attr_accessor :tag, :labels, :environment, :require_path
     attr_reader :logger
@@ -40,6 +40,7 @@ module JobQueue
       @concurrency = 10
       @timeout = 25
       @max_batch = 50
+      @batch_expiry = 30 * 24 * 3600
       @gitlab_fetcher_scan = 60
       @busy_poll_us = DEFAULT_BUSY_POLL_US
       @queues = [["default", 1]]
@@ -218,6 +219,14 @@ module JobQueue
       raise ArgumentError, "max_batch must be an Integer in #{MAX_BATCH_RANGE}, got #{n.inspect}" unless n.is_a?(Integer) && MAX_BATCH_RANGE.cover?(n)
 
       @max_batch = n
+    end
+
+    # Seconds a batch's data is kept (JobQueue::Batch): from its creation, and again from its
+    # success. 30 days by default, as Sidekiq Pro; a batch's own `expires_in` overrides it.
+    def batch_expiry=(seconds)
+      raise ArgumentError, "batch_expiry must be a positive Integer of seconds, got #{seconds.inspect}" unless seconds.is_a?(Integer) && seconds.positive?
+
+      @batch_expiry = seconds
     end
 
     # Seconds between a server's scans (SCAN MATCH working:queue:*) for the working lists of

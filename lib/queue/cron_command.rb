@@ -86,12 +86,6 @@ module JobQueue
 
     def time(at) = at ? at.utc.strftime(TIME) : "-"
 
-    def parser(options)
-      OptionParser.new do |o|
-        o.banner = USAGE
-        CommandOptions.app(o, options)
-        CommandOptions.help(o, options, @out)
-      end
-    end
+    def parser(options) = CommandOptions.parser(USAGE, options, @out)
   end
 end

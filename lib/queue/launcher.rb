@@ -39,6 +39,7 @@ module JobQueue
         @config.on_server_init&.call
       end
       @ordered = Ordered::Server.start(@config, @identity, engine: engine) # shard leases of ordered workers (ordered/server.rb)
+      @limits = Limits::Refresher.start(@config, engine) # concurrency limits published, lambdas re-read (limits.rb)
       @processors = Array.new(@config.concurrency) { |i| Processor.new(self, @server, @config, i).start }
       @config.capsules.each_value.with_index(1) do |cap, number|
         @processors.concat(Array.new(cap.concurrency) { |i| Processor.new(self, @server, @config, i, capsule: number, capsule_name: cap.name).start })
@@ -88,6 +89,7 @@ module JobQueue
       processors = @lock.synchronize { @processors.dup }
       processors.each { |p| p.thread.join([deadline - monotonic, 0].max) }
       stragglers = processors.map(&:thread).select(&:alive?)
+      @limits&.stop
       requeued = @server ? @server.stop : 0
       stragglers.each { |t| t.raise(Shutdown, "shutdown timeout") }
       stragglers.each { |t| t.join(2) }
@@ -173,7 +175,7 @@ module JobQueue
       @config.capsules.each_value do |cap|
         capsules[cap.name] = {"concurrency" => cap.concurrency, "mode" => cap.mode.to_s, "weights" => cap.weights}
       end
-      JSON.generate(
+      info = {
         "hostname" => hostname,
         "started_at" => Time.now.to_f,
         "pid" => ::Process.pid,
@@ -185,9 +187,10 @@ module JobQueue
         "labels" => Array(@config.labels),
         "identity" => @identity,
         "version" => "queue #{VERSION}",
-        "embedded" => @embedded,
-        "shard" => @shard
-      )
+        "embedded" => @embedded
+      }
+      info["shard"] = @shard if @config.shards.many? # only Sidekiq's own fields on a single Redis
+      JSON.generate(info)
     end
 
     # Queue name => weight as Sidekiq 7/8 record it: 0 for every queue when the order is strict, else

@@ -53,7 +53,7 @@ module JobQueue
 
       tag = @config.tag.to_s.empty? ? "" : " #{@config.tag}"
       busy = @launchers.sum(&:busy_count)
-      title = "queue #{VERSION}#{tag} [#{busy} of #{@config.concurrency * @launchers.size} busy]"
+      title = "queue #{VERSION}#{tag} [#{busy} of #{@config.total_concurrency * @launchers.size} busy]"
       title += " stopping" if quiet?
       ::Process.setproctitle(title)
     end

@@ -3,12 +3,14 @@
 require_relative "job_retry"
 require_relative "job_run"
 require_relative "iterable"
+require_relative "batch/runner"
 
 module JobQueue
   # One processor thread: takes a job from its fetcher, runs the server middleware and `perform`,
   # and reports the outcome. The engine writes the acknowledgement the moment a job finishes (without
   # waiting for Redis), files failures under Sidekiq's retry rules, and batches fetches and stats.
   class Processor
+    include Batch::Runner
     # Longest a thread waits for work before it checks whether the process is stopping.
     WAIT = 1.0
     # Classes a job may name that run as another class when they are not defined here: Sidekiq 8's
@@ -109,13 +111,10 @@ module JobQueue
         worker._context = self if worker.respond_to?(:_context=)
         deduplicated(klass, job) if !key_released && job["idempotency_key"] && !job.key?("duplicate-of")
         return @fetcher.expired if Expiry.expired?(job) # `expires_in` ran out before it could start
+        return if (limits = klass.respond_to?(:queue_limits) && klass.queue_limits) && Limits.held_back?(@fetcher, klass, limits, job, @config)
+        return run_in_batch(klass, worker, job, queue) if job["bid"] # batch/runner.rb
 
-        JobRun.around(@config, klass, job, queue) do # context and JSON job logs (job_run.rb)
-          @config.server_middleware_chain.invoke(worker, job, queue) do
-            worker.perform(*job["args"])
-          end
-        end
-        @fetcher.done
+        perform_job(klass, worker, job, queue)
       rescue Shutdown
         raise
       rescue Iterable::Interrupted
@@ -123,6 +122,15 @@ module JobQueue
       rescue Exception => e # rubocop:disable Lint/RescueException
         engine_call { @retry.failed(@fetcher, klass, job, raw, e) }
       end
+    end
+
+    def perform_job(klass, worker, job, queue)
+      JobRun.around(@config, klass, job, queue) do # context and JSON job logs (job_run.rb)
+        @config.server_middleware_chain.invoke(worker, job, queue) do
+          worker.perform(*job["args"])
+        end
+      end
+      @fetcher.done
     end
 
     # An iterable job stopped between two items because the server is stopping; its cursor is saved.

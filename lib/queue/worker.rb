@@ -4,6 +4,7 @@ require_relative "deduplication"
 require_relative "direct_push"
 require_relative "expiry"
 require_relative "inline"
+require_relative "limits"
 
 module JobQueue
   # Include in a class to make it a worker, with Sidekiq's API:
@@ -65,6 +66,19 @@ module JobQueue
     # The processor running this job (Sidekiq 7's `_context`; not a public API).
     attr_accessor :_context
 
+    # The batch this job belongs to (Sidekiq Pro's `bid`), nil outside one.
+    attr_accessor :bid
+
+    # This job's batch (JobQueue::Batch), to add jobs with `batch.jobs { ... }`; nil outside one.
+    def batch
+      bid && Batch.new(bid)
+    end
+
+    # Sidekiq Pro's check: false once the job's batch was invalidated (`Batch#invalidate_all`).
+    def valid_within_batch?
+      bid.nil? || Batch.new(bid).valid?
+    end
+
     # Sidekiq 7's `interrupted?`: true once the server running this job is stopping (quiet or TERM),
     # so a long job can stop early. Nil outside a server (perform_inline, the testing modes).
     def interrupted?
@@ -79,6 +93,7 @@ module JobQueue
     # Class-level API of a worker.
     module ClassMethods
       include Deduplication
+      include Limits::DSL
 
       def sidekiq_options(options = {})
         options = options.transform_keys(&:to_s)

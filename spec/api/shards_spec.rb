@@ -71,6 +71,23 @@ RSpec.describe "Redis shards (config.redis_shards)" do
     expect { JobQueue.config.redis_shards = {"b" => {bogus: 1}} }.to raise_error(ArgumentError, /redis_shards: shard "b": unknown redis option\(s\) bogus/)
   end
 
+  it "keeps a batch and its jobs on one shard, and says so when a job's store names another" do
+    batch = JobQueue::Batch.new
+    expect { batch.jobs { ShardBJob.perform_async(1) } }.to raise_error(ArgumentError, /a job stored on shard "jobs_b" cannot join a batch on shard "main".*JobQueue::Client.via\("jobs_b"\)/)
+    expect { batch.jobs { ShardBJob.set(tags: ["x"]).perform_async(2) } }.to raise_error(ArgumentError, /cannot join a batch on shard "main"/)
+    expect(b.llen("queue:on_b")).to eq(0)
+
+    JobQueue::Client.via("jobs_b") do
+      on_b = JobQueue::Batch.new
+      on_b.jobs do
+        ShardBJob.perform_async(3)                  # the engine's template path
+        ShardBJob.set(tags: ["y"]).perform_async(4) # the Ruby path
+      end
+      expect(JobQueue::Batch::Status.new(on_b.bid).total).to eq(2)
+    end
+    expect(b.lrange("queue:on_b", 0, -1).map { |j| JSON.parse(j)["bid"] }.uniq.size).to eq(1)
+  end
+
   it "puts an ordered worker's queue on its store's shard" do
     worker = Module.new do
       extend JobQueue::OrderedWorker

@@ -29,6 +29,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::metrics::define(ruby, &native)?; // after engine: adds Engine#metrics_text
     ruby_api::cron::define(&native)?; // after engine: adds Engine's cron_* methods
     ruby_api::iterable::define(&native)?; // after engine: adds Engine's iteration_* methods
+    ruby_api::limits::define(&native)?; // after engine: adds Engine's limits_* methods
+    ruby_api::batch::define(&native)?; // after engine: adds Engine's batch_* methods
     ruby_api::start_server::define(&native)?; // after engine: adds Engine#start_server
     Ok(())
 }

@@ -37,7 +37,7 @@ const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// Bytes of waiting records that make the writer go at once.
 const WAKE_AT: usize = 1 << 20;
 /// A job event's message, by its index in the record ([`Event`] as a number).
-const MESSAGES: [&str; 4] = ["start", "done", "fail", "expired"];
+const MESSAGES: [&str; 5] = ["start", "done", "fail", "expired", "deferred"];
 /// `elapsed` in a record that has none (`start`).
 const NO_ELAPSED: u64 = u64::MAX;
 
@@ -126,13 +126,14 @@ fn put_bytes(records: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// A job event: its line's `message`. [`event`] takes the first three from Ruby (an ordered batch's);
-/// `Expired` is a plain job's only (`JobLines::expired`).
+/// `Expired` and `Deferred` are a plain job's only (`JobLines::expired`, `JobLines::deferred`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     Start = 0,
     Done = 1,
     Fail = 2,
     Expired = 3,
+    Deferred = 4,
 }
 
 /// An event number that is none of [`Event`]'s.
@@ -521,7 +522,13 @@ impl JobLines {
         self.end(raw, elapsed, Event::Expired);
     }
 
-    /// Records `done`, `fail` or `expired`: a few bytes when the writer knows the job from its
+    /// The job was held back unrun by its concurrency or rate limit (`limits`): deferred, or
+    /// rescheduled for later.
+    pub fn deferred(&self, raw: &[u8], elapsed: Duration) {
+        self.end(raw, elapsed, Event::Deferred);
+    }
+
+    /// Records `done`, `fail`, `expired` or `deferred`: a few bytes when the writer knows the job from its
     /// `start`, else the job's bytes too.
     fn end(&self, raw: &[u8], elapsed: Duration, event: Event) {
         let message = event as u8;

@@ -69,6 +69,26 @@ impl Keys {
         self.key("dead")
     }
 
+    /// HASH of one batch (`batch/`): `created_at`, `description`, `cbq` (callback queue),
+    /// `callbacks` (JSON), `cb_<event>` (has callbacks), `expires_in`, `parent`, counters `total`,
+    /// `pending`, `open`, `kids`, `kids_complete`, `kids_success`, `invalid`, and per event
+    /// `<event>_at` (callback pushed) / `<event>_done` (callbacks ran). Beside it
+    /// `jq:batch:<bid>:failed` and `jq:batch:<bid>:dead`, HASHes jid → failure info (JSON).
+    /// Not Sidekiq Pro's `b-<bid>`, so both can share a Redis.
+    pub fn batch(&self, bid: &str) -> String {
+        self.key(&format!("jq:batch:{bid}"))
+    }
+
+    /// LIST of markers (`c <bid>`, `d <event>:<bid>`) an ack leaves for the servers' batch checker.
+    pub fn batch_checks(&self) -> String {
+        self.key("jq:batch-checks")
+    }
+
+    /// ZSET of batch ids scored by creation time: the API's listing.
+    pub fn batches(&self) -> String {
+        self.key("jq:batches")
+    }
+
     /// SET of live process identities.
     pub fn processes(&self) -> String {
         self.key("processes")
@@ -192,6 +212,53 @@ impl Keys {
         self.key(&format!("jq:moved:{token}"))
     }
 
+    // ---- concurrency and rate limits (`limits/`) ---------------------------------------------
+    // A limit key (`lkey`) is the worker class, or `<class>[<key>]` for a keyed limit. The scripts
+    // build the per-limit keys below from the namespace prefix themselves (their names depend on
+    // what they read), so these functions and `scripts/limit_lib.lua` must spell them alike.
+
+    /// HASH worker class → its concurrency limit, as last read (published by every server at start,
+    /// by its refresh of lambda limits, and with each acquire).
+    pub fn limits(&self) -> String {
+        self.key("jq:limits")
+    }
+
+    /// HASH worker class → slots held (running jobs, and reservations of resumed ones), all keys.
+    pub fn limits_running(&self) -> String {
+        self.key("jq:limits:running")
+    }
+
+    /// HASH worker class → jobs deferred (waiting for a slot), all keys.
+    pub fn limits_deferred(&self) -> String {
+        self.key("jq:limits:deferred")
+    }
+
+    /// SET of limit keys that have deferred jobs: what the periodic pump looks at.
+    pub fn limits_waiting(&self) -> String {
+        self.key("jq:limits:waiting")
+    }
+
+    /// HASH jid → owner for one limit's slots: the identity of the process running the job, or
+    /// `r:<ms>` for a deferred job resumed (pushed back to its queue) with a slot reserved for it.
+    pub fn limit_run(&self, lkey: &str) -> String {
+        self.key(&format!("jq:limit:run:{lkey}"))
+    }
+
+    /// LIST of one limit's deferred jobs, oldest first: `<len>:<queue><len>:<jid><job JSON>`.
+    pub fn limit_wait(&self, lkey: &str) -> String {
+        self.key(&format!("jq:limit:wait:{lkey}"))
+    }
+
+    /// SET of `<jid> <lkey>`: the slots one process holds, released when it is recovered.
+    pub fn limit_held(&self, identity: &str) -> String {
+        self.key(&format!("jq:limit:held:{identity}"))
+    }
+
+    /// ZSET (window: start times) or HASH (bucket: `tokens`, `at`) of one rate limit.
+    pub fn limit_rate(&self, rkey: &str) -> String {
+        self.key(&format!("jq:limit:rate:{rkey}"))
+    }
+
     // ---- gitlab-sidekiq-fetcher 0.8's keys (WIRE.md §6), read by `gitlab_fetch.rs` ----------
 
     /// `SCAN MATCH` pattern for gitlab-sidekiq-fetcher's working lists,
@@ -286,6 +353,14 @@ mod tests {
         assert_eq!(k.dead(), "resque:gitlab:dead");
         assert_eq!(k.alive(), "resque:gitlab:jq:alive");
         assert_eq!(k.paused(), "resque:gitlab:jq:paused");
+        assert_eq!(
+            k.limit_run("Sync[42]"),
+            "resque:gitlab:jq:limit:run:Sync[42]"
+        );
+        assert_eq!(
+            k.limit_held("h:1:abc"),
+            "resque:gitlab:jq:limit:held:h:1:abc"
+        );
         assert_eq!(
             k.duplicate("authorized_projects", "ab12"),
             "resque:gitlab:duplicate:authorized_projects:ab12"

@@ -11,10 +11,11 @@
 //! and puts their work back; [`scheduler`] moves due jobs; [`heartbeat`] publishes the process;
 //! [`server`] runs all of it for one process (its [`capsules`] each a group of threads), and [`supervisor`] reports it to systemd over [`notify`];
 //! [`api`] reads and administers (the inspection API); [`metrics`] counts and exposes Prometheus
-//! metrics; [`migrate`] renames a queue and [`shard_move`] moves one to another shard; [`iterable`] keeps iterable jobs' progress. How all of it reaches Redis (connections, dialling, waiting
+//! metrics; [`limits`] holds back jobs over a worker's concurrency or rate limit; [`migrate`] renames a queue and [`shard_move`] moves one to another shard; [`iterable`] keeps iterable jobs' progress. How all of it reaches Redis (connections, dialling, waiting
 //! on replies) is the room [`link`].
 
 pub mod api;
+pub mod batch;
 pub mod capsules;
 pub mod client;
 pub mod clock;
@@ -29,6 +30,7 @@ pub mod job;
 mod job_json;
 pub mod job_lines;
 pub mod keys;
+pub mod limits;
 pub mod link;
 pub mod liveness;
 pub mod metrics;

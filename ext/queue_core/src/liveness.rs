@@ -109,6 +109,11 @@ pub async fn recover(conn: &mut Conn, identity: &str) -> Result<usize> {
         let n: usize = conn.script(&inv).await?;
         moved += n;
     }
+    // After the jobs are back: each concurrency slot it held is reserved for its recovered job.
+    let slots = crate::limits::recover(conn, identity).await?;
+    if slots > 0 {
+        tracing::info!(process = %identity, slots, "a dead process's concurrency slots are back, reserved for its recovered jobs");
+    }
     let mut pipe = redis::pipe();
     pipe.cmd("DEL")
         .arg(&index)

@@ -182,15 +182,7 @@ async fn migrate_set(conn: &mut Conn, set: &str, rename: &Rename) -> Result<u64>
     let mut moved = 0;
     let mut cursor = "0".to_owned();
     loop {
-        let (next, entries): (String, Vec<Vec<u8>>) = conn
-            .cmd(
-                redis::cmd("ZSCAN")
-                    .arg(set)
-                    .arg(&cursor)
-                    .arg("COUNT")
-                    .arg(SCAN_COUNT),
-            )
-            .await?;
+        let (next, entries) = conn.zscan(set, &cursor, SCAN_COUNT).await?;
         // Members and scores alternate; the script reads each score itself, atomically.
         let pairs: Vec<(&Vec<u8>, Vec<u8>)> = entries
             .iter()

@@ -40,7 +40,7 @@ pub static DEDUP_RELEASE_SOURCE: LazyLock<String> =
     LazyLock::new(|| compact(with_helper!("dedup_release_fn.lua", "dedup_release.lua")));
 
 /// Lua source without comment lines, blank lines and indentation.
-fn compact(source: &str) -> String {
+pub(crate) fn compact(source: &str) -> String {
     source
         .lines()
         .map(str::trim)
@@ -65,6 +65,25 @@ mod tests {
     }
 }
 script!(REQUEUE, "requeue.lua");
+
+/// `batch_ack.lua`, sent unreplied as `EVAL`: short, the transitions are the checker's.
+pub static BATCH_ACK_SOURCE: LazyLock<String> =
+    LazyLock::new(|| compact(include_str!("scripts/batch_ack.lua")));
+pub static BATCH_CHECK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(with_helper!("batch_lib.lua", "batch_check.lua")));
+/// `fail.lua` with the batch's prelude (`batch_fail.lua`), for a failed job of a batch.
+pub static BATCH_FAIL: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("scripts/batch_lib.lua"),
+        include_str!("scripts/dedup_release_fn.lua"),
+        include_str!("scripts/batch_fail.lua"),
+        include_str!("scripts/fail.lua")
+    ))
+});
+pub static BATCH_OPEN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(with_helper!("batch_lib.lua", "batch_open.lua")));
+pub static BATCH_CLOSE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(with_helper!("batch_lib.lua", "batch_close.lua")));
 script!(BEAT, "beat.lua");
 script!(ENQUEUE_DUE, "enqueue_due.lua");
 script!(DUE, "due.lua");

@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::fetch::{calls, idle, FetchShared, Fetcher};
 use crate::link::connection::{Conn, Redis};
 use crate::supervisor::Supervisor;
-use crate::{gitlab_fetch, heartbeat, liveness, metrics, pause, scheduler};
+use crate::{gitlab_fetch, heartbeat, limits, liveness, metrics, pause, scheduler};
 
 /// What a server process is.
 #[derive(Debug, Clone)]
@@ -158,6 +158,11 @@ impl Server {
         for capsule in &all {
             tasks.push(rt.spawn(pause::watch(redis.conn(), capsule.clone(), stop_rx.clone())));
         }
+        tasks.push(rt.spawn(crate::batch::checker::run(
+            redis.blocking_conn(),
+            redis.conn(),
+            stop_rx.clone(),
+        )));
         let all = Arc::new(all);
         tasks.extend(supervisor.spawn(&rt, all.clone(), stop_rx.clone()));
         if config.scheduler {
@@ -364,6 +369,9 @@ async fn beat_loop(
                     if let Err(e) = metrics::flush::flush(&mut conn, &capsule.metrics).await {
                         tracing::warn!(error = %e, "metrics flush failed; kept for the next beat");
                     }
+                }
+                if let Err(e) = limits::pump(&mut conn).await {
+                    tracing::warn!(error = %e, "resuming deferred jobs failed");
                 }
             }
             _ = sidekiq.tick() => {

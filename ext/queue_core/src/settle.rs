@@ -47,13 +47,23 @@ impl Settlement {
 
     /// The `fail.lua` call that files it and acknowledges `unit`.
     pub fn invocation(&self, keys: &Keys, unit: &Unit) -> ScriptInvocation<'static> {
+        self.invocation_of(&scripts::FAIL, keys, unit)
+    }
+
+    /// [`Settlement::invocation`] of a script that contains `fail.lua` (a batch's, `batch/`).
+    pub fn invocation_of(
+        &self,
+        script: &'static redis::Script,
+        keys: &Keys,
+        unit: &Unit,
+    ) -> ScriptInvocation<'static> {
         let date = utc_date();
         let (action, target, score) = match self.fate {
             Fate::Retry { at } => ("retry", keys.retry(), at),
             Fate::Exhausted { morgue: true } => ("dead", keys.dead(), self.at),
             _ => ("drop", keys.dead(), self.at),
         };
-        let mut inv = scripts::FAIL.prepare_invoke();
+        let mut inv = script.prepare_invoke();
         inv.key(&unit.working)
             .key(keys.stat_processed())
             .key(keys.stat_processed_on(&date))

@@ -5,9 +5,7 @@
 
 mod support;
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -16,9 +14,9 @@ use queue_core::link::blocking::{BlockingConn, Due, SyncConn};
 use queue_core::link::sentinel::{SentinelAddr, SentinelConfig};
 use queue_core::{ConnectErrorKind, Error, Redis, RedisConfig};
 
+use support::servers::{free_port, redis_server, Process};
 use support::{job, llen};
 
-const REDIS_SERVER: &str = "/usr/bin/redis-server";
 const REDIS_SENTINEL: &str = "/usr/bin/redis-sentinel";
 const MASTER: &str = "mymaster";
 /// Generous: a failover here takes a few seconds, and this only matters when something is broken.
@@ -34,41 +32,6 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// One process, killed by its pid when dropped.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn redis_server(dir: &Path, name: &str, port: u16, extra: &[String]) -> Process {
-    let dir = dir.join(name);
-    std::fs::create_dir_all(&dir).expect("a server directory");
-    let child = Command::new(REDIS_SERVER)
-        .arg("--port")
-        .arg(port.to_string())
-        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .arg("--dir")
-        .arg(&dir)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start redis-server");
-    Process(child)
 }
 
 fn conn(port: u16) -> redis::Connection {

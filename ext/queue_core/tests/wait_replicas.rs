@@ -5,9 +5,6 @@
 
 mod support;
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use queue_core::client;
@@ -18,43 +15,8 @@ use queue_core::ordered::push::NewJob;
 use queue_core::ordered::OrderedQueue;
 use queue_core::{Error, Redis, RedisConfig};
 
+use support::servers::{free_port, redis_server, Process};
 use support::{job, llen};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// One process, killed by its pid when dropped.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn redis_server(dir: &Path, name: &str, port: u16, extra: &[String]) -> Process {
-    let dir = dir.join(name);
-    std::fs::create_dir_all(&dir).expect("a server directory");
-    let child = Command::new("redis-server")
-        .arg("--port")
-        .arg(port.to_string())
-        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .arg("--dir")
-        .arg(&dir)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start redis-server");
-    Process(child)
-}
-
 fn conn(port: u16) -> Option<redis::Connection> {
     redis::Client::open(format!("redis://127.0.0.1:{port}"))
         .ok()?

@@ -51,13 +51,7 @@ module JobQueue
         end
       end
 
-      def parser(options)
-        OptionParser.new do |o|
-          o.banner = USAGE
-          CommandOptions.app(o, options)
-          CommandOptions.help(o, options, @out)
-        end
-      end
+      def parser(options) = CommandOptions.parser(USAGE, options, @out)
     end
   end
 end

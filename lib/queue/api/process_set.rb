@@ -20,7 +20,7 @@ module JobQueue
         API.engine(shard).api_processes.each do |_identity, info, busy, beat, quiet, rss, rtt|
           next if info.nil?
 
-          yield Process.new(JSON.parse(info).merge("busy" => busy, "beat" => beat, "quiet" => quiet, "rss" => rss, "rtt_us" => rtt, "shard" => shard))
+          yield Process.new(JSON.parse(info).merge("busy" => busy, "beat" => beat, "quiet" => quiet, "rss" => rss, "rtt_us" => rtt), shard: shard)
         end
       end
     end
@@ -40,8 +40,12 @@ module JobQueue
   # One server process: its heartbeat fields (`hostname`, `pid`, `tag`, `concurrency`, `queues`,
   # `busy`, `beat`, `quiet`, `rss`, …) and the dashboard's buttons, sent as signals through Redis.
   class Process
-    def initialize(hash)
+    # The Redis shard whose process set holds this process ("main" unless config.redis_shards).
+    attr_reader :shard
+
+    def initialize(hash, shard: Shards::MAIN)
       @attribs = hash
+      @shard = shard
     end
 
     def [](key) = @attribs[key]
@@ -69,6 +73,6 @@ module JobQueue
 
     private
 
-    def signal(name) = API.engine(self["shard"]).api_signal(identity, name)
+    def signal(name) = API.engine(shard).api_signal(identity, name)
   end
 end

@@ -6,8 +6,8 @@ module JobQueue
     # where the template writes it.
     module Helpers
       NAV = [["/", "Dashboard"], ["/queues", "Queues"], ["/busy", "Busy"], ["/scheduled", "Scheduled"],
-        ["/retries", "Retries"], ["/dead", "Dead"], ["/ordered", "Ordered"], ["/dedup", "Dedup"], ["/cron", "Cron"],
-        ["/job-metrics", "Metrics"]].freeze
+        ["/retries", "Retries"], ["/dead", "Dead"], ["/ordered", "Ordered"], ["/dedup", "Dedup"], ["/batches", "Batches"],
+        ["/cron", "Cron"], ["/limits", "Limits"], ["/job-metrics", "Metrics"]].freeze
 
       def h(text) = CGI.escapeHTML(text.to_s)
 

@@ -12,6 +12,8 @@ require_relative "pages/ordered"
 require_relative "pages/dedup"
 require_relative "pages/job_metrics"
 require_relative "pages/cron"
+require_relative "pages/limits"
+require_relative "pages/batches"
 require_relative "pages/api"
 
 module JobQueue
@@ -28,13 +30,15 @@ module JobQueue
       include Pages::Dedup
       include Pages::JobMetrics
       include Pages::Cron
+      include Pages::Limits
+      include Pages::Batches
       include Pages::Api
 
       CSRF_KEY = "queue.csrf"
       SHARD_KEY = "queue.shard"
       FLASH_KEY = "queue.flash"
-      MODULES = [Pages::Dashboard, Pages::Queues, Pages::Busy, Pages::Sets, Pages::Ordered, Pages::Dedup, Pages::Cron, Pages::JobMetrics,
-                 Pages::Api].freeze
+      MODULES = [Pages::Dashboard, Pages::Queues, Pages::Busy, Pages::Sets, Pages::Ordered, Pages::Dedup, Pages::Batches, Pages::Cron,
+                 Pages::Limits, Pages::JobMetrics, Pages::Api].freeze
 
       def self.draw(router)
         MODULES.each { |mod| mod.routes(router) }

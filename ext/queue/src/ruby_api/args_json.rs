@@ -14,6 +14,14 @@ use magnus::{prelude::*, r_hash::ForEach, Fixnum, RArray, RHash, RString, Ruby, 
 /// Deeper nesting than this goes the general way.
 const MAX_DEPTH: usize = 32;
 
+/// [`write`] for each element of `list` (each an Array of one job's arguments); `None` when any element
+/// is not an Array or holds a value the engine does not write (the caller takes the Ruby path whole).
+pub fn write_each(ruby: &Ruby, list: RArray) -> Option<Vec<Vec<u8>>> {
+    list.into_iter()
+        .map(|args| RArray::from_value(args).and_then(|a| write(ruby, a)))
+        .collect()
+}
+
 /// The JSON of `args`, or `None` when a value is not one this fast path takes.
 pub fn write(ruby: &Ruby, args: RArray) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(16 + args.len() * 8);

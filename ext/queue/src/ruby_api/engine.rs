@@ -205,14 +205,9 @@ impl Engine {
         args_list: RArray,
         flag: Option<bool>,
     ) -> Result<magnus::Value, Error> {
-        let mut args_jsons = Vec::with_capacity(args_list.len());
-        for args in args_list.into_iter() {
-            let Some(json) = RArray::from_value(args).and_then(|a| args_json::write(ruby, a))
-            else {
-                return Ok(ruby.qnil().as_value());
-            };
-            args_jsons.push(json);
-        }
+        let Some(args_jsons) = args_json::write_each(ruby, args_list) else {
+            return Ok(ruby.qnil().as_value());
+        };
         let jids = rb_self.push_from_template(template, flag, |c, queue, prefix, dedup| {
             client::push_bulk_new_sync(c, queue, prefix, &args_jsons, dedup)
         })?;

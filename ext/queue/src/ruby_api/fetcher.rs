@@ -15,6 +15,7 @@ use std::time::Duration;
 use magnus::{prelude::*, Error, Integer, RArray, RHash, Ruby, Symbol, Value};
 use queue_core::dedup::Release;
 use queue_core::fetch;
+use queue_core::limits::{self, Outcome, Rate, RateKind};
 use queue_core::retry::{Failure, RetryIn, WorkerRetry};
 
 use super::utf8_string;
@@ -166,6 +167,50 @@ impl Fetcher {
         Ok(Some(hash))
     }
 
+    /// `limit(class, jid, concurrency_key, limit, rate_key, kind, count, per)`: checks the running
+    /// job's limits before it starts (one round trip, GVL released). `concurrency_key` is nil for no
+    /// concurrency limit, `rate_key` nil for no rate limit; each is the worker class or
+    /// `Class[key]`. Returns nil (run it), `:deferred`, `:gone`, or the Float time it was scheduled
+    /// for.
+    #[allow(clippy::too_many_arguments)]
+    fn limit(
+        ruby: &Ruby,
+        rb_self: &Self,
+        class: String,
+        jid: String,
+        concurrency_key: Option<String>,
+        limit: u64,
+        rate_key: Option<String>,
+        kind: String,
+        count: u64,
+        per: f64,
+    ) -> Result<Value, Error> {
+        let rate = match rate_key {
+            Some(key) => Some(Rate {
+                key,
+                kind: RateKind::parse(&kind).map_err(crate::errors::to_ruby)?,
+                count,
+                per,
+            }),
+            None => None,
+        };
+        let req = limits::Request {
+            class,
+            jid,
+            concurrency: concurrency_key.map(|k| (k, limit)),
+            rate,
+        };
+        let inner = &rb_self.inner;
+        let outcome =
+            blocking(move || inner.lock().unwrap_or_else(|p| p.into_inner()).limit(&req))?;
+        Ok(match outcome {
+            Outcome::Run => ruby.qnil().as_value(),
+            Outcome::Deferred => ruby.to_symbol("deferred").as_value(),
+            Outcome::Gone => ruby.to_symbol("gone").as_value(),
+            Outcome::Scheduled(at) => ruby.float_from_f64(at).as_value(),
+        })
+    }
+
     fn bury(&self) -> Result<(), Error> {
         let inner = &self.inner;
         blocking(move || inner.lock().unwrap_or_else(|p| p.into_inner()).bury())
@@ -214,6 +259,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("fail", magnus::method!(Fetcher::fail, 5))?;
     class.define_method("bury", magnus::method!(Fetcher::bury, 0))?;
     class.define_method("dedup", magnus::method!(Fetcher::dedup, 6))?;
+    class.define_method("limit", magnus::method!(Fetcher::limit, 8))?;
     class.define_method("close", magnus::method!(Fetcher::close, 0))?;
     Ok(())
 }

@@ -1,11 +1,13 @@
 //! One file per Ruby class under `JobQueue::Native`.
 
 pub mod args_json;
+pub mod batch;
 pub mod cron;
 pub mod engine;
 pub mod fetcher;
 pub mod inspect;
 pub mod iterable;
+pub mod limits;
 pub mod log;
 pub mod metrics;
 pub mod ordered;

@@ -20,6 +20,7 @@ use crate::clock::now_f64;
 use crate::dedup::{self, Release};
 use crate::error::{Error, Result};
 use crate::job_lines::JobLines;
+use crate::limits::{self, Held, Outcome};
 use crate::link::blocking::{Due, SyncConn};
 use crate::liveness;
 use crate::metrics::Tally;
@@ -70,6 +71,8 @@ pub struct Fetcher {
     unsent: Vec<Vec<u8>>,
     /// The running job's deduplication key, released with its ack (`until_executed`).
     release: Option<Release>,
+    /// The concurrency slot the running job holds (`limits`), given back when it settles.
+    limit_slot: Option<Held>,
     /// Classes whose jobs release their key as they start (`until_executing`), learnt from
     /// [`Fetcher::dedup`]: the buffered jobs of one have their keys released together, in one script
     /// call, when their batch arrives (`release_buffered_early`), and are marked
@@ -126,6 +129,7 @@ impl Fetcher {
             unconfirmed: Vec::new(),
             unsent: Vec::new(),
             release: None,
+            limit_slot: None,
             early: HashSet::new(),
             uncounted: 0,
             last_empty_fetch: None,
@@ -244,6 +248,7 @@ impl Fetcher {
         }
         self.uncounted += 1;
         self.acknowledge(unit);
+        self.release_limit_slot();
     }
 
     /// The running job was not run: its `expires_at` had passed (`expires_in`). It is acknowledged
@@ -263,6 +268,17 @@ impl Fetcher {
     /// Writes the acknowledgement of a finished `unit`: a bare `LREM`, or the release script when
     /// the job's idempotency key is released with its end.
     fn acknowledge(&mut self, unit: Unit) {
+        // A job of a batch (batch/): its ack counts it in the same script. Like a bare ack it only
+        // confirms this thread's work, so it may wait for the thread's next call (within a batch's
+        // ~2 ms of work).
+        let in_batch = match crate::batch::Member::of(&unit.raw) {
+            Some(member) => {
+                let packet = member.ack_packet(self.shared.redis.keys(), &unit);
+                self.write_unreplied(packet, Due::WithNextCall);
+                true
+            }
+            None => false,
+        };
         // A released key admits the next push of its job, so it goes out now. A bare ack only
         // confirms what this thread did, and may wait for the thread's next call.
         let (packet, due) = match self.release.take() {
@@ -276,6 +292,7 @@ impl Fetcher {
                 )),
                 Due::Now,
             ),
+            None if in_batch => return,
             None => (calls::ack_command(&unit), Due::WithNextCall),
         };
         self.write_unreplied(packet, due);
@@ -381,6 +398,66 @@ impl Fetcher {
         Ok(Some(dedup::merge_positions(&unit.raw, &kept)))
     }
 
+    /// Checks the running job's concurrency and rate limits (`limits`) before it starts: one
+    /// round trip. On [`Outcome::Run`] it holds its slot until it settles; otherwise it has left the
+    /// working list (deferred, or in `schedule` for later) and is no longer this fetcher's: not
+    /// counted, not timed. If Redis cannot be reached the job goes back to its queue with the next
+    /// successful round trip, unrun; any other error leaves it running, to be filed as failed.
+    pub fn limit(&mut self, req: &limits::Request) -> Result<Outcome> {
+        let Some(unit) = lock(&self.slot).current.as_ref().map(|(u, _)| u.clone()) else {
+            return Err(Error::InvalidArgument("no job is running".to_owned()));
+        };
+        let inv =
+            limits::acquire_invocation(self.shared.redis.keys(), &self.shared.identity, &unit, req);
+        let outcome = self
+            .round_trip(|c| c.script::<Vec<String>>(&inv))
+            .and_then(limits::outcome);
+        match &outcome {
+            Ok(Outcome::Run) => {
+                // Timed from here: the pace sizes batches by the jobs' own work, not the check.
+                self.started = Some(Instant::now());
+                self.limit_slot = req.concurrency.as_ref().map(|(lkey, _)| Held {
+                    lkey: lkey.clone(),
+                    jid: req.jid.clone(),
+                });
+            }
+            Ok(held_back) => {
+                tracing::debug!(class = %req.class, jid = %req.jid, outcome = ?held_back, "job held back by its limit");
+                if let Some(started) = self.started {
+                    self.lines.deferred(&unit.raw, started.elapsed());
+                }
+                self.let_go_unrun();
+            }
+            Err(e) if e.is_connection() => {
+                if let Some(unit) = self.let_go_unrun() {
+                    self.stranded.push(unit);
+                }
+            }
+            // Redis refused the script (a limit's key holding another type): the job stays running,
+            // so the caller files it as failed with this error.
+            Err(_) => {}
+        }
+        outcome
+    }
+
+    /// The running job will not run here now: forgotten without an acknowledgement (its idempotency
+    /// key, if held until executed, stays with it).
+    fn let_go_unrun(&mut self) -> Option<Unit> {
+        self.started = None;
+        self.release = None;
+        lock(&self.slot).current.take().map(|(unit, _)| unit)
+    }
+
+    /// Gives back the concurrency slot the job that just settled held (an unreplied write, sent at
+    /// once so a deferred job can take it). Nothing for a job without a concurrency limit.
+    fn release_limit_slot(&mut self) {
+        if let Some(held) = self.limit_slot.take() {
+            let packet =
+                limits::release_packet(self.shared.redis.keys(), &self.shared.identity, &held);
+            self.write_unreplied(packet, Due::Now);
+        }
+    }
+
     /// Bytes of the running job: a large acknowledgement may have to wait for socket space, so the
     /// binding releases the GVL around [`Fetcher::done`] past some size.
     pub fn running_len(&self) -> usize {
@@ -396,7 +473,7 @@ impl Fetcher {
         let unit = self.finish_running()?;
         let settlement = Settlement::of_failure(&unit, failure);
         let release = self.release.take();
-        self.file(unit, &settlement, release.as_ref())?;
+        self.file(unit, &settlement, release.as_ref(), Some(failure))?;
         Ok((settlement.fate, String::from_utf8(settlement.filed).ok()))
     }
 
@@ -406,7 +483,7 @@ impl Fetcher {
         let unit = self.finish_running()?;
         let settlement = Settlement::burial(&unit);
         let release = self.release.take();
-        self.file(unit, &settlement, release.as_ref())
+        self.file(unit, &settlement, release.as_ref(), None)
     }
 
     fn finish_running(&mut self) -> Result<Unit> {
@@ -419,6 +496,7 @@ impl Fetcher {
             self.lines.fail(&unit.raw, elapsed);
             lock(&self.tally).record(unit.index, &unit.raw, elapsed, false);
         }
+        self.release_limit_slot();
         Ok(unit)
     }
 
@@ -427,12 +505,22 @@ impl Fetcher {
         unit: Unit,
         settlement: &Settlement,
         release: Option<&Release>,
+        failure: Option<&Failure>,
     ) -> Result<()> {
         let keys = self.shared.redis.keys();
-        let mut inv = settlement.invocation(keys, &unit);
+        // A job of a batch (batch/) is counted by a prelude in the same script.
+        let batch =
+            crate::batch::Member::of(&unit.raw).filter(|m| m.counts_failure(&settlement.fate));
+        let mut inv = match batch {
+            Some(_) => settlement.invocation_of(&crate::scripts::BATCH_FAIL, keys, &unit),
+            None => settlement.invocation(keys, &unit),
+        };
         if let Some(release) = release {
             let retried = matches!(settlement.fate, Fate::Retry { .. });
             release.extend_fail(&mut inv, keys, &unit, !retried);
+        }
+        if let Some(member) = &batch {
+            member.extend_fail(&mut inv, keys, &settlement.fate, failure);
         }
         if let Err(e) = self.round_trip(|c| c.script::<i64>(&inv)) {
             // Not filed: the job is still in its working list. It goes back to its queue with the
@@ -459,6 +547,7 @@ impl Fetcher {
             let current = s.current.take().map(|(unit, _)| unit);
             current.into_iter().chain(s.buffer.drain(..)).collect()
         };
+        self.release_limit_slot();
         held.append(&mut self.stranded);
         let mut first_error = None;
         if let Some(unsure) = self.unsure.take() {

@@ -588,6 +588,19 @@ impl Conn {
         self.cmd(&scan).await
     }
 
+    /// One page of `ZSCAN set cursor COUNT count`: the next cursor ("0" when done) and the page's
+    /// members and scores, alternating, as Redis sent them.
+    pub async fn zscan(
+        &mut self,
+        set: &str,
+        cursor: &str,
+        count: usize,
+    ) -> Result<(String, Vec<Vec<u8>>)> {
+        let mut zscan = redis::cmd("ZSCAN");
+        zscan.arg(set).arg(cursor).arg("COUNT").arg(count);
+        self.cmd(&zscan).await
+    }
+
     pub async fn pipe<T: FromRedisValue>(&mut self, pipe: &redis::Pipeline) -> Result<T> {
         let c = self.connection().await?;
         let r = pipe.query_async(c).await;

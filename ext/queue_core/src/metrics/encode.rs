@@ -155,6 +155,34 @@ impl Collector for Snapshot {
             "Jobs running now, over all processes.",
             self.busy,
         )?;
+        if !self.limits.is_empty() {
+            let rows = [
+                ("concurrency_limit", "The worker's concurrency limit."),
+                (
+                    "concurrency_running",
+                    "Concurrency slots held: the worker's jobs running, and deferred ones resumed on their way.",
+                ),
+                (
+                    "concurrency_deferred",
+                    "The worker's jobs deferred by its concurrency limit.",
+                ),
+            ];
+            for (i, (name, help)) in rows.iter().enumerate() {
+                let mut family = e.encode_descriptor(name, help, None, MetricType::Gauge)?;
+                for s in &self.limits {
+                    let value = match i {
+                        0 => match s.limit {
+                            Some(limit) => limit,
+                            None => continue,
+                        },
+                        1 => s.running,
+                        _ => s.deferred,
+                    };
+                    let labels = [("worker", s.class.as_str())];
+                    ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
         if !self.ordered.is_empty() {
             let rows = [
                 (

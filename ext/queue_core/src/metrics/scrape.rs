@@ -1,5 +1,7 @@
-//! One scrape's figures, read from Redis in at most three pipelined round trips:
-//! 1. queue, paused queue and process names, the counters hash, the `schedule`/`retry`/`dead` sizes;
+//! One scrape's figures, read from Redis in at most four pipelined round trips:
+//! 1. queue, paused queue and process names, the counters hash, the `schedule`/`retry`/`dead` sizes,
+//!    the concurrency limits (`limits`; their running and deferred counts in one more pipeline, only
+//!    when some worker has a limit);
 //! 2. per queue `LLEN` and its oldest job (`LINDEX -1`, for the latency), per process `HGET busy`;
 //! 3. per ordered worker, its length, morgue size and lag (`ordered::stats`), only if there are any.
 //!
@@ -70,6 +72,8 @@ pub struct Snapshot {
     /// Jobs running now, over those processes.
     pub busy: i64,
     pub ordered: Vec<(String, QueueStats)>,
+    /// Concurrency limits per worker class (`limits`): limit, running, deferred.
+    pub limits: Vec<crate::limits::ClassStats>,
 }
 
 /// Reads one snapshot.
@@ -83,6 +87,8 @@ pub fn scrape(conn: &mut SyncConn, ordered: &[OrderedWorker]) -> Result<Snapshot
     first.cmd("ZCARD").arg(keys.retry());
     first.cmd("ZCARD").arg(keys.dead());
     first.cmd("SMEMBERS").arg(keys.paused());
+    first.cmd("HGETALL").arg(keys.limits());
+    type Counts = Vec<(String, i64)>;
     type First = (
         Vec<String>,
         Vec<String>,
@@ -91,8 +97,9 @@ pub fn scrape(conn: &mut SyncConn, ordered: &[OrderedWorker]) -> Result<Snapshot
         i64,
         i64,
         Vec<String>,
+        Counts,
     );
-    let (mut names, processes, fields, scheduled, retry, dead, paused): First =
+    let (mut names, processes, fields, scheduled, retry, dead, paused, caps): First =
         conn.pipe(&first)?;
     // A paused queue is reported even before its first push.
     names.extend(paused.iter().cloned());
@@ -153,7 +160,25 @@ pub fn scrape(conn: &mut SyncConn, ordered: &[OrderedWorker]) -> Result<Snapshot
         processes: alive,
         busy,
         ordered,
+        limits: limit_stats(conn, caps)?,
     })
+}
+
+/// The concurrency limits' running and deferred counts (one more round trip), only when some worker
+/// has a limit: an app without limits pays one `HGETALL` of an empty hash.
+fn limit_stats(
+    conn: &mut SyncConn,
+    caps: Vec<(String, i64)>,
+) -> Result<Vec<crate::limits::ClassStats>> {
+    if caps.is_empty() {
+        return Ok(Vec::new());
+    }
+    let keys = conn.keys().clone();
+    let mut pipe = redis::pipe();
+    pipe.cmd("HGETALL").arg(keys.limits_running());
+    pipe.cmd("HGETALL").arg(keys.limits_deferred());
+    let (running, deferred) = conn.pipe(&pipe)?;
+    Ok(crate::limits::merge_stats(caps, running, deferred))
 }
 
 /// The counters hash, grouped by queue and class. Unknown fields are skipped.

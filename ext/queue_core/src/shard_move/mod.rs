@@ -148,15 +148,7 @@ async fn move_set(
     let mut moved = take_set(from, to, queue, set, kind, &target, &[]).await?;
     let mut cursor = "0".to_owned();
     loop {
-        let (next, entries): (String, Vec<Vec<u8>>) = from
-            .cmd(
-                redis::cmd("ZSCAN")
-                    .arg(set)
-                    .arg(&cursor)
-                    .arg("COUNT")
-                    .arg(SCAN_COUNT),
-            )
-            .await?;
+        let (next, entries) = from.zscan(set, &cursor, SCAN_COUNT).await?;
         // Members and scores alternate; the script reads each score itself, atomically.
         let ours: Vec<&Vec<u8>> = entries
             .iter()

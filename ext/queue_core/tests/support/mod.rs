@@ -4,6 +4,8 @@
 //! Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod servers;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -293,13 +295,24 @@ pub fn all_keys(c: &mut redis::Connection) -> Vec<String> {
     k
 }
 
-/// How many clients the server has blocked in a command such as `BLMOVE`.
+/// How many clients the server has blocked in `BLMOVE` (idle waiters).
 pub fn blocked_clients(c: &mut redis::Connection) -> i64 {
-    let info: String = redis::cmd("INFO").arg("clients").query(c).expect("INFO");
-    info.lines()
-        .find_map(|l| l.strip_prefix("blocked_clients:"))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("INFO clients reports blocked_clients")
+    // Clients blocked in BLMOVE: the idle waiters (a server's batch checker blocks too, in
+    // BRPOPLPUSH, and is not counted).
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(c)
+        .expect("CLIENT LIST");
+    list.lines()
+        .filter(|line| {
+            let field = |name: &str| {
+                line.split(' ')
+                    .find_map(|f| f.strip_prefix(name))
+                    .unwrap_or("")
+            };
+            field("flags=").contains('b') && field("cmd=") == "blmove"
+        })
+        .count() as i64
 }
 
 /// A job as a Sidekiq client would serialize it: `n` distinguishes jobs and is their only argument.

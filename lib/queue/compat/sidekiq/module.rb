@@ -16,6 +16,10 @@ module Sidekiq
     Chain = JobQueue::Middleware::Chain
   end
 
+  # Sidekiq Pro's batches are ours (JobQueue::Batch; README, "Batches").
+  Batch = JobQueue::Batch
+  BatchSet = JobQueue::BatchSet
+
   # `defined?(Sidekiq::CLI)` is how Sidekiq 6.4 apps ask whether they run in the server.
   module CLI; end if JobQueue.server?
 
@@ -26,7 +30,6 @@ module Sidekiq
       [name, "require \"sidekiq/api\" first (it loads JobQueue's inspection API under Sidekiq's names)"]
     },
     Extensions: "the delay extensions (`.delay`) are not available: call a worker's perform_async",
-    Batch: "Sidekiq Pro batches are not available",
     Limiter: "Sidekiq Enterprise rate limiters are not available",
     Launcher: "run `bundle exec queue`",
     Manager: "run `bundle exec queue`"

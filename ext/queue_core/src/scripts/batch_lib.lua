@@ -1,0 +1,67 @@
+-- Batches (batch/mod.rs): the transitions, shared by every batch script. Keys are built from the
+-- namespace: <ns>jq:batch:<bid> (hash), <bid>:failed and <bid>:dead (hashes by jid).
+-- `unsettled` is pending less failures (jobs that failed and have not succeeded since).
+-- A batch fires an event once: HSETNX <event>_at guards the push of its callback job, HSETNX
+-- <event>_done the moment its callbacks have run (a batch without callbacks for it is done at once).
+local function bkey(ns, bid) return ns .. 'jq:batch:' .. bid end
+local function bnum(v) return tonumber(v) or 0 end
+local bcheck
+local function bdone(ns, bid, k, ev, now)
+  if redis.call('HSETNX', k, ev .. '_done', now) == 0 then return end
+  if ev == 'death' then return end
+  local parent = redis.call('HGET', k, 'parent')
+  if ev == 'success' then
+    local ttl = bnum(redis.call('HGET', k, 'expires_in'))
+    if ttl > 0 then
+      redis.call('EXPIRE', k, ttl)
+      redis.call('EXPIRE', k .. ':failed', ttl)
+      redis.call('EXPIRE', k .. ':dead', ttl)
+    end
+  end
+  if parent then
+    local pk = bkey(ns, parent)
+    if redis.call('EXISTS', pk) == 1 then
+      redis.call('HINCRBY', pk, 'kids_' .. ev, 1)
+      bcheck(ns, parent, now)
+    end
+  end
+  if ev == 'complete' then bcheck(ns, bid, now) end
+end
+local function bfire(ns, bid, k, ev, now)
+  if redis.call('HSETNX', k, ev .. '_at', now) == 0 then return end
+  if redis.call('HEXISTS', k, 'cb_' .. ev) == 0 then return bdone(ns, bid, k, ev, now) end
+  local q = redis.call('HGET', k, 'cbq')
+  if not q or q == '' then q = 'default' end
+  local jid = string.sub(redis.sha1hex(bid .. '/' .. ev), 1, 24)
+  local job = '{"class":"JobQueue::Batch::Callback","queue":' .. cjson.encode(q) .. ',"args":[' ..
+    cjson.encode(ev) .. ',' .. cjson.encode(bid) .. '],"retry":true,"jid":"' .. jid .. '","created_at":' ..
+    now .. ',"enqueued_at":' .. now .. ',"jq_cb":' .. cjson.encode(ev .. ':' .. bid) .. '}'
+  redis.call('SADD', ns .. 'queues', q)
+  redis.call('LPUSH', ns .. 'queue:' .. q, job)
+end
+bcheck = function(ns, bid, now)
+  local k = bkey(ns, bid)
+  local f = redis.call('HMGET', k, 'created_at', 'open', 'invalid', 'pending', 'kids', 'kids_complete', 'kids_success', 'unsettled')
+  if not f[1] or bnum(f[2]) > 0 or f[3] then return end
+  local pending, kids = bnum(f[4]), bnum(f[5])
+  if bnum(f[8]) <= 0 and bnum(f[6]) >= kids then
+    bfire(ns, bid, k, 'complete', now)
+  end
+  if pending <= 0 and bnum(f[7]) >= kids and redis.call('HEXISTS', k, 'complete_done') == 1 then
+    bfire(ns, bid, k, 'success', now)
+  end
+end
+-- A job of the batch succeeded (or was skipped): it is no longer pending nor failed.
+local function bsucceeded(ns, bid, jid, now)
+  local k = bkey(ns, bid)
+  if redis.call('EXISTS', k) == 0 then return end
+  redis.call('HINCRBY', k, 'pending', -1)
+  if redis.call('HDEL', k .. ':failed', jid) == 0 then redis.call('HINCRBY', k, 'unsettled', -1) end
+  redis.call('HDEL', k .. ':dead', jid)
+  bcheck(ns, bid, now)
+end
+-- A callback job ran: `tag` is '<event>:<bid>'.
+local function bcallback_ran(ns, tag, now)
+  local ev, bid = string.match(tag, '^(%a+):(.+)$')
+  if ev then bdone(ns, bid, bkey(ns, bid), ev, now) end
+end

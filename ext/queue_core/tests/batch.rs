@@ -1,0 +1,134 @@
+//! Batches against a real Redis, at the level of the engine's scripts: an acknowledgement written
+//! twice (as a fetcher resends its unconfirmed acks after a broken connection) counts once, and each
+//! callback job is pushed exactly once, `success` only after `complete`'s callbacks ran.
+
+mod support;
+
+use queue_core::batch::{push, store, Member};
+use queue_core::fetch::Unit;
+use queue_core::link::blocking::SyncConn;
+use queue_core::scripts;
+use redis::ConnectionLike;
+
+use support::*;
+
+const WORKING: &str = "jq:working:host:1:abc:t1:default";
+
+/// Moves the oldest job of `queue` into the working list, as a fetch does; returns it.
+fn take(c: &mut redis::Connection, queue: &str) -> Unit {
+    let raw: Vec<u8> = redis::cmd("LMOVE")
+        .arg(format!("queue:{queue}"))
+        .arg(WORKING)
+        .arg("RIGHT")
+        .arg("LEFT")
+        .query(c)
+        .expect("a job to take");
+    Unit {
+        index: 0,
+        queue: queue.to_owned(),
+        raw,
+        working: WORKING.to_owned(),
+        key_released: false,
+    }
+}
+
+/// Acknowledges `unit` with the batch's ack, twice.
+fn ack_twice(c: &mut redis::Connection, redis: &queue_core::Redis, unit: &Unit) {
+    let member = Member::of(&unit.raw).expect("a batch member");
+    let packet = member.ack_packet(redis.keys(), unit);
+    for _ in 0..2 {
+        c.req_packed_command(&packet).expect("ack");
+    }
+}
+
+fn check(c: &mut redis::Connection) -> i64 {
+    let mut inv = scripts::BATCH_CHECK.prepare_invoke();
+    inv.key("jq:batch-checks").arg("").arg("1000.5").arg(100);
+    inv.invoke(c).expect("check")
+}
+
+fn field(c: &mut redis::Connection, bid: &str, name: &str) -> Option<String> {
+    redis::cmd("HGET")
+        .arg(format!("jq:batch:{bid}"))
+        .arg(name)
+        .query(c)
+        .expect("hget")
+}
+
+#[test]
+fn acks_written_twice_count_once_and_each_callback_is_pushed_once() {
+    let server = TestRedis::start();
+    let redis = server.redis();
+    let mut c = server.conn();
+    let mut sync = SyncConn::new(&redis);
+    let bid = "b1";
+    let new = store::NewBatch {
+        callback_queue: "default".into(),
+        callbacks: "{}".into(),
+        events: vec!["complete".into(), "success".into()],
+        expires_in: 600,
+        ..Default::default()
+    };
+    assert!(store::open(&mut sync, bid, Some(&new), true).expect("open"));
+    let jobs: Vec<Vec<u8>> = ["j1", "j2"]
+        .iter()
+        .map(|jid| format!(r#"{{"class":"W","args":[],"jid":"{jid}","bid":"{bid}"}}"#).into_bytes())
+        .collect();
+    push::push_sync(&mut sync, bid, "work", &jobs).expect("push");
+    assert!(store::close(&mut sync, bid).expect("close"));
+    assert_eq!(field(&mut c, bid, "total").as_deref(), Some("2"));
+
+    let first = take(&mut c, "work");
+    ack_twice(&mut c, &redis, &first);
+    assert_eq!(field(&mut c, bid, "pending").as_deref(), Some("1"));
+    assert_eq!(llen(&mut c, "jq:batch-checks"), 0);
+
+    let second = take(&mut c, "work");
+    ack_twice(&mut c, &redis, &second);
+    assert_eq!(field(&mut c, bid, "pending").as_deref(), Some("0"));
+    assert_eq!(llen(&mut c, "jq:batch-checks"), 1, "one marker");
+    assert_eq!(check(&mut c), 1);
+    assert_eq!(check(&mut c), 0);
+    assert_eq!(
+        llen(&mut c, "queue:default"),
+        1,
+        "complete's callback, once"
+    );
+    assert!(
+        field(&mut c, bid, "success_at").is_none(),
+        "success waits for complete's callbacks"
+    );
+
+    let complete = take(&mut c, "default");
+    assert!(String::from_utf8_lossy(&complete.raw).contains(r#""args":["complete","b1"]"#));
+    ack_twice(&mut c, &redis, &complete);
+    assert_eq!(check(&mut c), 1);
+    assert!(field(&mut c, bid, "complete_done").is_some());
+    assert_eq!(llen(&mut c, "queue:default"), 1, "success's callback, once");
+    let success = take(&mut c, "default");
+    ack_twice(&mut c, &redis, &success);
+    assert_eq!(check(&mut c), 1);
+    assert!(field(&mut c, bid, "success_done").is_some());
+    assert_eq!(llen(&mut c, "queue:default"), 0);
+    let ttl: i64 = redis::cmd("TTL")
+        .arg("jq:batch:b1")
+        .query(&mut c)
+        .expect("ttl");
+    assert!((1..=600).contains(&ttl), "{ttl}");
+
+    // A late job of a batch whose data expired: acknowledged, and no key is made for it.
+    let _: () = redis::cmd("DEL")
+        .arg("jq:batch:b1")
+        .query(&mut c)
+        .expect("del");
+    let late = br#"{"class":"W","args":[],"jid":"j3","bid":"b1"}"#.to_vec();
+    let _: () = redis::cmd("LPUSH")
+        .arg("queue:work")
+        .arg(&late)
+        .query(&mut c)
+        .expect("push");
+    let unit = take(&mut c, "work");
+    ack_twice(&mut c, &redis, &unit);
+    assert!(!exists(&mut c, "jq:batch:b1"));
+    assert_eq!(llen(&mut c, WORKING), 0);
+}
