@@ -3,7 +3,7 @@
 //! own replies (an error reply fails only its call), and a connection killed mid-flight fails every
 //! call of that flight whose reply was not read, as a connection error, with nothing sent twice.
 //!
-//! To hold a flight open for as long as the test needs, one call is a `BLPOP` on a gate key that the
+//! To hold a flight open for as long as the test needs, one call is a `BLMOVE` from a gate key that the
 //! test's own connection pushes to once the other calls are queued.
 
 mod support;
@@ -25,7 +25,7 @@ fn counts(watch: &SyncConn) -> CombineCounts {
         .expect("a handle on the shared connection")
 }
 
-/// Starts a thread whose call (`BLPOP gate 0`) holds a flight open until the gate is pushed to, and
+/// Starts a thread whose call (`BLMOVE gate … 0`) holds a flight open until the gate is pushed to, and
 /// waits until Redis has it blocked.
 fn hold_a_flight(
     r: &TestRedis,
@@ -36,8 +36,15 @@ fn hold_a_flight(
     let (redis, gate_key) = (redis.clone(), r.key(gate));
     let held = thread::spawn(move || {
         let mut conn = SyncConn::combined(&redis);
-        let _: (String, String) = conn
-            .cmd(redis::cmd("BLPOP").arg(&gate_key).arg(0))
+        let _: String = conn
+            .cmd(
+                redis::cmd("BLMOVE")
+                    .arg(&gate_key)
+                    .arg(format!("{gate_key}:passed"))
+                    .arg("LEFT")
+                    .arg("RIGHT")
+                    .arg(0),
+            )
             .expect("the gate opens");
     });
     wait_for("the holding call to block", || blocked_clients(check) == 1);
@@ -189,7 +196,7 @@ fn a_connection_killed_mid_flight_fails_its_calls_and_sends_nothing_twice() {
     let watch = SyncConn::combined(&redis);
     let held = hold_a_flight(&r, &redis, &mut check, "gate");
 
-    // Each call: a job onto a list, then a BLPOP that blocks the flight for good.
+    // Each call: a job onto a list, then a BLMOVE that blocks the flight for good.
     const CALLS: usize = 5;
     let callers: Vec<_> = (0..CALLS)
         .map(|n| {
@@ -198,7 +205,11 @@ fn a_connection_killed_mid_flight_fails_its_calls_and_sends_nothing_twice() {
                 let mut conn = SyncConn::combined(&redis);
                 let mut pipe = redis::pipe();
                 pipe.cmd("LPUSH").arg(&list).arg(n).ignore();
-                pipe.cmd("BLPOP").arg(&stuck).arg(0).ignore();
+                (pipe.cmd("BLMOVE").arg(&stuck).arg(&stuck))
+                    .arg("LEFT")
+                    .arg("RIGHT")
+                    .arg(0)
+                    .ignore();
                 conn.pipe::<()>(&pipe)
             })
         })
@@ -223,7 +234,7 @@ fn a_connection_killed_mid_flight_fails_its_calls_and_sends_nothing_twice() {
         let e = c.join().expect("caller").expect_err("killed mid-flight");
         assert!(e.is_connection(), "a connection error: {e}");
     }
-    // The first call's LPUSH ran before its BLPOP blocked; the rest never ran, and none was resent.
+    // The first call's LPUSH ran before its BLMOVE blocked; the rest never ran, and none was resent.
     assert_eq!(llen(&mut check, &r.key("list")), 1);
     assert_eq!(counts(&watch).flights, 2, "nothing sent again");
 

@@ -20,11 +20,13 @@
 //! The shared connection is an ordinary [`SyncConn`] (busy polling, TLS, unix sockets, Sentinel's
 //! generation redial all as before). [`SyncConn::combined`] is the per-thread handle the Ruby
 //! binding keeps; every call on it comes here. The connection belongs to the process that dialled
-//! it: a forked child finds the parent's combiner by its pid and makes its own (the parent's is
-//! leaked, never closed, as inherited connections are).
+//! it: the registry's slot is keyed by pid, so a forked child makes its own slot and combiner and
+//! never takes a lock of the parent's (another thread may have held it at the fork); the parent's is
+//! leaked, never closed, as inherited connections are. A handle carried through fork finds its
+//! process's combiner by the same look-up.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use redis::{ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
@@ -37,7 +39,6 @@ use super::connection::Redis;
 
 /// The connection shared by a process's client threads, and the calls waiting for it.
 pub struct Combiner {
-    pid: u32,
     queue: Mutex<Queue>,
     /// Locked by the leader only, so never contended (but by `poll_counts`).
     conn: Mutex<SyncConn>,
@@ -115,7 +116,6 @@ impl Waiter {
 impl Combiner {
     fn new(redis: &Redis) -> Combiner {
         Combiner {
-            pid: std::process::id(),
             queue: Mutex::new(Queue::default()),
             conn: Mutex::new(SyncConn::polling(redis)),
             stale: AtomicBool::new(false),
@@ -338,22 +338,76 @@ impl ConnectionLike for Shared<'_> {
 
 /// Where a [`Redis`] keeps its process's combiner: weakly, so that it goes (and its connection
 /// closes) with the last thread's handle.
+///
+/// Keyed by process: the slot holding the combiner belongs to the process that made it, and a forked
+/// child that finds its parent's slot makes its own and swaps it in (compare-and-swap, no lock). A
+/// lock of the parent's slot is never taken in the child: it may have been held by another of the
+/// parent's threads at the fork, and that thread does not exist in the child to release it.
 #[derive(Default)]
-pub(super) struct Registry(Mutex<Weak<Combiner>>);
+pub(super) struct Registry(AtomicPtr<Slot>);
+
+/// One process's slot: its pid, and its combiner while some thread holds a handle on it.
+struct Slot {
+    pid: u32,
+    combiner: Mutex<Weak<Combiner>>,
+}
 
 impl Registry {
     /// This process's combiner for `redis`, made if there is none (or only the parent's).
     pub(super) fn get(&self, redis: &Redis) -> Arc<Combiner> {
-        let mut slot = lock(&self.0);
-        if let Some(combiner) = slot.upgrade() {
-            if combiner.pid == std::process::id() {
-                return combiner;
-            }
-            // The parent's: its socket is the parent's too, so it is never closed here.
-            std::mem::forget(combiner);
+        let slot = self.slot();
+        let mut weak = lock(&slot.combiner);
+        if let Some(combiner) = weak.upgrade() {
+            return combiner;
         }
         let combiner = Arc::new(Combiner::new(redis));
-        *slot = Arc::downgrade(&combiner);
+        *weak = Arc::downgrade(&combiner);
         combiner
+    }
+
+    /// This process's slot, made (and swapped in for the parent's) if it has none.
+    fn slot(&self) -> &Slot {
+        let pid = std::process::id();
+        let mut current = self.0.load(Ordering::Acquire);
+        loop {
+            // SAFETY: a slot swapped in is never freed while the registry lives (the parent's,
+            // replaced in a child, is leaked), so a pointer loaded from it stays valid.
+            if let Some(slot) = unsafe { current.as_ref() } {
+                if slot.pid == pid {
+                    return slot;
+                }
+            }
+            let fresh = Box::into_raw(Box::new(Slot {
+                pid,
+                combiner: Mutex::new(Weak::new()),
+            }));
+            match self
+                .0
+                .compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire)
+            {
+                // The replaced slot, if any, is the parent's: leaked, its lock perhaps held for
+                // ever, its combiner's socket the parent's.
+                Ok(_) => current = fresh,
+                Err(other) => {
+                    // Another thread of this process swapped its own in first.
+                    // SAFETY: `fresh` was never shared.
+                    drop(unsafe { Box::from_raw(fresh) });
+                    current = other;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let slot = *self.0.get_mut();
+        // SAFETY: no other reference to the registry remains. A slot of another process (inherited
+        // through fork, never used here) is left alone: its lock and combiner are the parent's.
+        if let Some(owned) = unsafe { slot.as_ref() } {
+            if owned.pid == std::process::id() {
+                drop(unsafe { Box::from_raw(slot) });
+            }
+        }
     }
 }
