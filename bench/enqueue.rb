@@ -7,6 +7,13 @@
 #   ruby bench/enqueue.rb             # M=20000 one by one, BULK_M=100000 in bulk, ROUNDS=3
 #   M=5000 BULK_M=20000 ROUNDS=2 ruby bench/enqueue.rb
 #   MODES=one_by_one,threads ROUNDS=5 ruby bench/enqueue.rb   # one thread and 16 (THREADS=16)
+#   BASELINE=path/to/main-run.json MODES=one_by_one,threads ROUNDS=5 ruby bench/enqueue.rb
+#
+# A single thread's push must be no slower than before the shared connection: one process cannot
+# load two builds of the extension, so the one-by-one row is judged by its ratio to Sidekiq in the
+# same run against that ratio in BASELINE, the JSON of a run of the previous build (main's) on the
+# same machine; within ONE_THREAD_TOLERANCE (5 %, the rounds' spread on a quiet machine) counts as
+# no slower. Without BASELINE the row is printed and not judged.
 #
 # The mode `threads` pushes M jobs one by one from THREADS threads at once (M / THREADS each), as a
 # Puma app's threads do; Sidekiq's client then gets a connection pool of THREADS connections (its
@@ -36,10 +43,11 @@ module Bench
       one_by_one: Integer(ENV.fetch("M", "20000")), bulk: Integer(ENV.fetch("BULK_M", "100000")),
       threads: Integer(ENV.fetch("M", "20000"))
     }.freeze
-    ROUNDS = Integer(ENV.fetch("ROUNDS", "3"))
+    MODES = ENV.fetch("MODES", "one_by_one,bulk").split(",").map(&:to_sym).freeze
+    # The threads mode's 8× target is judged on the median of at least five rounds.
+    ROUNDS = Integer(ENV.fetch("ROUNDS", MODES.include?(:threads) ? "5" : "3"))
     WARMUP = 1000
     KINDS = %i[sidekiq queue].freeze
-    MODES = ENV.fetch("MODES", "one_by_one,bulk").split(",").map(&:to_sym).freeze
     FIELDS = %w[jobs_per_s client_cpu_us_per_job redis_cpu_us_per_job seconds other_processes_cores].freeze
     LABELS = {sidekiq: "Sidekiq #{Sidekiq::VERSION}", queue: "queue #{JobQueue::VERSION}", round_trip: "bare round trip (PING)"}.freeze
     MODE_LABELS = {
@@ -49,6 +57,8 @@ module Bench
     }.freeze
     TARGET_SPEEDUP = 2.0
     TARGET_THREADS_SPEEDUP = 8.0
+    BASELINE = ENV["BASELINE"]
+    ONE_THREAD_TOLERANCE = 0.05
 
     module_function
 
@@ -65,7 +75,7 @@ module Bench
       path = Report.write_json("enqueue", {
         "benchmark" => "enqueue", "jobs" => JOBS.transform_keys(&:to_s), "rounds" => ROUNDS,
         "machine" => Report.machine(redis.version).merge("loadavg_before" => load_before, "loadavg_after" => load_after),
-        "runs" => rounds, "medians" => summary
+        "runs" => rounds, "medians" => summary, "baseline" => BASELINE
       })
       puts "\nresults: #{path}"
     ensure
@@ -131,11 +141,24 @@ module Bench
       one = summary.fetch("one_by_one")
       puts "  #{speedup >= TARGET_SPEEDUP ? "met   " : "MISSED"}  one-by-one enqueue ≥ #{TARGET_SPEEDUP}× Sidekiq: #{Report.times(speedup)} " \
         "(ceiling #{Report.times(one["ceiling"])}; Sidekiq's CPU per push over queue's #{Report.times(one["cpu_per_push_ratio"])})"
+      print_one_thread(speedup)
       return unless (threaded = summary.dig("threads", "ratios", "jobs_per_s"))
 
       puts "  #{threaded >= TARGET_THREADS_SPEEDUP ? "met   " : "MISSED"}  enqueue from #{EnqueueRun::THREADS} threads ≥ " \
         "#{TARGET_THREADS_SPEEDUP}× Sidekiq: #{Report.times(threaded)} (queue #{Report.num(summary.dig("threads", "queue", "jobs_per_s"))}/s, " \
         "one thread #{Report.num(one.dig("queue", "jobs_per_s"))}/s)"
+    end
+
+    # The one-by-one ratio to Sidekiq against the baseline run's (see BASELINE above).
+    def print_one_thread(speedup)
+      unless BASELINE
+        puts "  (not judged) one thread no slower than main's: #{Report.times(speedup)} Sidekiq here; set BASELINE to main's enqueue JSON"
+        return
+      end
+      before = JSON.parse(File.read(BASELINE)).dig("medians", "one_by_one", "ratios", "jobs_per_s")
+      met = speedup >= before * (1 - ONE_THREAD_TOLERANCE)
+      puts "  #{met ? "met   " : "MISSED"}  one thread no slower than main's (within #{(ONE_THREAD_TOLERANCE * 100).round} %): " \
+        "#{Report.times(speedup)} Sidekiq against #{Report.times(before)} in #{File.basename(BASELINE)}"
     end
 
     # How close to a bare round trip each push is: the ceiling is the round trip's rate over

@@ -211,6 +211,38 @@ impl SyncConn {
         Ok((values, broken))
     }
 
+    /// For `combining`'s pipelined flights: writes `packed`, commands whose replies are all wanted,
+    /// for [`SyncConn::receive`] to read later. The outer error is a dial's (nothing written); the
+    /// inner one a write's that failed (the connection is dropped, the commands perhaps sent).
+    pub(super) fn send_all(&mut self, packed: &[u8]) -> Result<Option<redis::RedisError>> {
+        self.open()?;
+        let conn = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| Error::connection("not connected"))?;
+        let mut switching = SwitchOn::new(conn, self.replies);
+        let sent = switching.send_all(packed);
+        self.replies = switching.mode();
+        Ok(sent.err().inspect(|_| self.drop_conn()))
+    }
+
+    /// Reads `count` replies to what [`SyncConn::send_all`] wrote: those read, and the failure that
+    /// stopped the reading early, if one did (the connection is then dropped).
+    pub(super) fn receive(
+        &mut self,
+        count: usize,
+    ) -> (Vec<redis::Value>, Option<redis::RedisError>) {
+        let Some(conn) = self.conn.as_mut() else {
+            let gone = redis::RedisError::from((redis::ErrorKind::Io, "not connected"));
+            return (Vec::new(), Some(gone));
+        };
+        let (values, broken) = SwitchOn::new(conn, self.replies).receive(count);
+        if broken.is_some() {
+            self.drop_conn();
+        }
+        (values, broken)
+    }
+
     /// One round trip (or a few), with replies switched back on first if they are off.
     fn run<T>(
         &mut self,

@@ -77,6 +77,9 @@ enum State {
     Waiting,
     /// Lead the calls queued now, this one first.
     Lead,
+    /// This call's flight (these calls, this one among them, in the order written) is written:
+    /// read its replies and hand them out, as its leader would have.
+    Read(Vec<Arc<Waiter>>),
     /// Its replies, or why they cannot come.
     Done(RedisResult<Vec<Value>>),
     /// The leader could not dial: nothing was written; try again.
@@ -191,12 +194,13 @@ impl Combiner {
                     };
                     return self.lead(own, others);
                 }
+                State::Read(flight) => return Ok(self.read(&waiter, flight)),
             }
         }
     }
 
-    /// One flight: `own` and `others` in one write, their replies read in order. Hands the lead on
-    /// to the first call queued meanwhile (or gives it up), then each waiter its replies.
+    /// One flight: `own` and `others` in one write, their replies read in order. Then the calls
+    /// queued meanwhile go out at once (`pipeline_next`), and each waiter gets its replies.
     fn lead(&self, own: Call<'_>, others: Vec<Arc<Waiter>>) -> Result<RedisResult<Vec<Value>>> {
         self.flights.fetch_add(1, Ordering::Relaxed);
         let total = own.count + others.iter().map(|w| w.count).sum::<usize>();
@@ -204,47 +208,108 @@ impl Combiner {
             combiner: self,
             others: &others,
         };
-        let exchanged = {
-            let mut conn = lock(&self.conn);
-            if self.stale.swap(false, Ordering::Relaxed) {
-                conn.reset();
+        let mut conn = lock(&self.conn);
+        if self.stale.swap(false, Ordering::Relaxed) {
+            conn.reset();
+        }
+        let exchanged = if others.is_empty() {
+            conn.exchange(own.packed, total, true)
+        } else {
+            let len = own.packed.len() + others.iter().map(|w| w.packed.len()).sum::<usize>();
+            let mut bytes = Vec::with_capacity(len);
+            bytes.extend_from_slice(own.packed);
+            for w in &others {
+                bytes.extend_from_slice(&w.packed);
             }
-            if others.is_empty() {
-                conn.exchange(own.packed, total, true)
-            } else {
-                let len = own.packed.len() + others.iter().map(|w| w.packed.len()).sum::<usize>();
-                let mut bytes = Vec::with_capacity(len);
-                bytes.extend_from_slice(own.packed);
-                for w in &others {
-                    bytes.extend_from_slice(&w.packed);
-                }
-                conn.exchange(&bytes, total, false)
-            }
+            conn.exchange(&bytes, total, false)
         };
         std::mem::forget(unwinding);
-        self.hand_on();
         let (values, broken) = match exchanged {
             Ok(read) => read,
             Err(e) => {
+                drop(conn);
+                self.hand_on();
                 for w in &others {
                     w.finish(State::Retry);
                 }
                 return Err(e);
             }
         };
-        let mut values = values.into_iter();
-        let mut take = |count: usize| -> RedisResult<Vec<Value>> {
-            let replies: Vec<Value> = values.by_ref().take(count).collect();
-            match &broken {
-                Some(e) if replies.len() < count => Err(e.clone()),
-                _ => Ok(replies),
-            }
-        };
-        let mine = take(own.count);
+        self.pipeline_next(conn);
+        let mut replies = Replies::new(values, broken);
+        let mine = replies.take(own.count);
         for w in &others {
-            w.finish(State::Done(take(w.count)));
+            w.finish(State::Done(replies.take(w.count)));
         }
         Ok(mine)
+    }
+
+    /// Reads the replies of a flight written by the call before (`me` is one of `flight`), sends
+    /// the calls queued meanwhile, and hands out the replies read.
+    fn read(&self, me: &Arc<Waiter>, flight: Vec<Arc<Waiter>>) -> RedisResult<Vec<Value>> {
+        let total = flight.iter().map(|w| w.count).sum::<usize>();
+        let unwinding = Unwinding {
+            combiner: self,
+            others: &flight,
+        };
+        let mut conn = lock(&self.conn);
+        let (values, broken) = conn.receive(total);
+        std::mem::forget(unwinding);
+        self.pipeline_next(conn);
+        let mut replies = Replies::new(values, broken);
+        let mut mine = Ok(Vec::new());
+        for w in &flight {
+            let taken = replies.take(w.count);
+            if Arc::ptr_eq(w, me) {
+                mine = taken;
+            } else {
+                w.finish(State::Done(taken));
+            }
+        }
+        mine
+    }
+
+    /// After a flight's replies are read: the calls queued while it was out are written at once, by
+    /// the thread that read them (Redis starts on them while that thread hands out the replies),
+    /// and the first of them is woken to read their replies; with none queued, no one leads. A
+    /// write that fails ends those calls (a dial's failure: they try again); the lead passes on.
+    fn pipeline_next(&self, mut conn: MutexGuard<'_, SyncConn>) {
+        let flight: Vec<Arc<Waiter>> = {
+            let mut queue = lock(&self.queue);
+            if queue.waiting.is_empty() {
+                queue.leading = false;
+                return;
+            }
+            queue.waiting.drain(..).collect()
+        };
+        self.flights.fetch_add(1, Ordering::Relaxed);
+        if self.stale.swap(false, Ordering::Relaxed) {
+            conn.reset();
+        }
+        let mut bytes = Vec::with_capacity(flight.iter().map(|w| w.packed.len()).sum());
+        for w in &flight {
+            bytes.extend_from_slice(&w.packed);
+        }
+        let sent = conn.send_all(&bytes);
+        drop(conn);
+        match sent {
+            Ok(None) => {
+                let reader = Arc::clone(&flight[0]);
+                reader.finish(State::Read(flight));
+            }
+            Ok(Some(broken)) => {
+                self.hand_on();
+                for w in &flight {
+                    w.finish(State::Done(Err(broken.clone())));
+                }
+            }
+            Err(_) => {
+                self.hand_on();
+                for w in &flight {
+                    w.finish(State::Retry);
+                }
+            }
+        }
     }
 
     /// After a flight: the first call queued meanwhile leads the next one; with none, no one leads.
@@ -256,6 +321,30 @@ impl Combiner {
                 next.finish(State::Lead);
             }
             None => queue.leading = false,
+        }
+    }
+}
+
+/// A flight's replies, handed out call by call in the order written; calls whose replies were not
+/// all read get the failure that stopped the reading.
+struct Replies {
+    values: std::vec::IntoIter<Value>,
+    broken: Option<RedisError>,
+}
+
+impl Replies {
+    fn new(values: Vec<Value>, broken: Option<RedisError>) -> Replies {
+        Replies {
+            values: values.into_iter(),
+            broken,
+        }
+    }
+
+    fn take(&mut self, count: usize) -> RedisResult<Vec<Value>> {
+        let replies: Vec<Value> = self.values.by_ref().take(count).collect();
+        match &self.broken {
+            Some(e) if replies.len() < count => Err(e.clone()),
+            _ => Ok(replies),
         }
     }
 }
