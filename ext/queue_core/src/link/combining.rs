@@ -3,12 +3,14 @@
 //!
 //! A Puma app enqueues from many threads at once. With a connection per thread each `perform_async`
 //! was a round trip of its own, and 16 threads pushed no faster than one. Here the threads combine:
-//! a call that finds no write in flight leads — it writes its own commands, plus every command that
-//! other threads queued meanwhile, in one `write`, reads all the replies in order (polling for them
-//! as `busy_poll` does), and hands each waiting thread its own replies. A call that finds a write in
-//! flight queues its packed commands and sleeps until its replies come, or until the leader, done,
-//! hands it the lead for the calls queued behind it. A lone thread always leads at once: its cost
-//! over a connection of its own is two uncontended locks.
+//! a call that finds no write in flight leads — it writes its own commands and reads their replies
+//! (polling for them as `busy_poll` does when it is alone). A call that finds a write in flight
+//! queues its packed commands and sleeps. The thread that has read a flight's replies writes every
+//! call queued meanwhile in one `write` at once, before it hands out the replies it read, and wakes
+//! the first of those calls to read theirs (`State::Read`): the connection never waits for a thread
+//! to wake before its next write, and the batches form by themselves (what queued during one round
+//! trip goes in the next), with no waiting to gather. A lone thread always leads at once: its cost
+//! over a connection of its own is three uncontended locks.
 //!
 //! Each call still returns only once its replies are read (its job is in Redis). Replies stay per
 //! call: an error reply (a script's, `READONLY`) fails only the call it answers. A connection that
@@ -312,7 +314,8 @@ impl Combiner {
         }
     }
 
-    /// After a flight: the first call queued meanwhile leads the next one; with none, no one leads.
+    /// After a flight that failed (nothing left to read): the first call queued meanwhile leads the
+    /// next one; with none, no one leads.
     fn hand_on(&self) {
         let mut queue = lock(&self.queue);
         match queue.waiting.pop_front() {
