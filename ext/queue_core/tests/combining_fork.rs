@@ -56,9 +56,11 @@ fn a_child_forked_while_other_threads_push_pushes_on_its_own_connection() {
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork failed");
         if pid == 0 {
+            // A handle is its process's (`SyncConn::pid`; the binding takes a new one in a child).
+            std::mem::forget(watch);
             let mut own = SyncConn::combined(&redis);
             let pushed = client::push_sync(&mut own, "forked", &[job("forked", n)]).is_ok();
-            let again = client::push_sync(&mut watch, "forked", &[job("forked", n)]).is_ok();
+            let again = client::push_sync(&mut own, "forked", &[job("forked", n + 1000)]).is_ok();
             unsafe { libc::_exit(if pushed && again { 0 } else { 1 }) };
         }
         let deadline = Instant::now() + Duration::from_secs(5);

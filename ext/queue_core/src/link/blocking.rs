@@ -248,14 +248,7 @@ impl SyncConn {
         &mut self,
         op: impl FnOnce(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
     ) -> Result<T> {
-        if let Some(shared) = self.shared.as_mut() {
-            let pid = std::process::id();
-            if self.pid != pid {
-                // Inherited through fork: the parent's combiner is left alone (its locks may be
-                // held by threads this process does not have), this process's own is used.
-                std::mem::forget(std::mem::replace(shared, self.redis.combiner()));
-                self.pid = pid;
-            }
+        if let Some(shared) = &self.shared {
             return shared.run(&self.redis, op);
         }
         self.open()?;

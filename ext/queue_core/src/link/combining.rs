@@ -24,8 +24,8 @@
 //! binding keeps; every call on it comes here. The connection belongs to the process that dialled
 //! it: the registry's slot is keyed by pid, so a forked child makes its own slot and combiner and
 //! never takes a lock of the parent's (another thread may have held it at the fork); the parent's is
-//! leaked, never closed, as inherited connections are. A handle carried through fork finds its
-//! process's combiner by the same look-up.
+//! leaked, never closed, as inherited connections are. A handle is its process's, as a connection
+//! of one's own was ([`SyncConn::pid`]: the binding takes a new one in a child).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
