@@ -6,23 +6,23 @@
 # N bare Ruby threads in one process looping on the same sleep (bench/lib/io_ceiling.rb), all in the
 # same run, on a redis-server of the benchmark's own (over TCP), every server at WARN.
 #
-#   ruby bench/io_bound.rb                       # SECONDS=2 of ceiling work per drain, ROUNDS=5
-#   SECONDS=1 ROUNDS=1 ruby bench/io_bound.rb    # a quick look
+#   ruby bench/io_bound.rb                       # DRAIN_SECONDS=2 of ceiling work per drain, ROUNDS=5
+#   DRAIN_SECONDS=1 ROUNDS=1 ruby bench/io_bound.rb    # a quick look
 #   ONLY=c25_1ms ruby bench/io_bound.rb          # one configuration
 #
-# Configurations: (-c 25, 1 ms), (-c 50, 1 ms), (-c 50, 10 ms). Each drains concurrency × SECONDS /
-# sleep jobs (about SECONDS at the ceiling). Each round runs the ceiling, queue and Sidekiq once per
+# Configurations: (-c 25, 1 ms), (-c 50, 1 ms), (-c 50, 10 ms). Each drains concurrency × DRAIN_SECONDS /
+# sleep jobs (about DRAIN_SECONDS at the ceiling). Each round runs the ceiling, queue and Sidekiq once per
 # configuration (the order alternates between rounds); the tables show the medians, and the goals are
 # judged on the median of the rounds' paired ratios (queue / ceiling ≥ 95%; queue / Sidekiq shown).
-# Besides time and CPU per job: the server's context switches per job (every thread) and the Redis
-# commands per job. How a drain is timed: bench/lib/throughput_run.rb.
+# Besides time and CPU per job: the server's context switches per job (every thread) and its fetch
+# calls per job (bench/lib/io_run.rb). How a drain is timed: bench/lib/throughput_run.rb.
 require_relative "lib/drain_rounds"
 require_relative "lib/io_run"
 
 module Bench
   module IoBound
     ROUNDS = Integer(ENV.fetch("ROUNDS", "5"))
-    SECONDS = Float(ENV.fetch("SECONDS", "2"))
+    SECONDS = Float(ENV.fetch("DRAIN_SECONDS", "2"))
     CONFIGS = {"c25_1ms" => [25, 0.001], "c50_1ms" => [50, 0.001], "c50_10ms" => [50, 0.010]}
       .select { |name, _| ENV["ONLY"].nil? || ENV["ONLY"].split(",").include?(name) }.freeze
     SERVERS = %w[ceiling queue sidekiq].freeze
@@ -30,8 +30,8 @@ module Bench
     LABELS = {"ceiling" => "bare Ruby threads", "queue" => "queue #{JobQueue::VERSION}", "sidekiq" => "Sidekiq #{Sidekiq::VERSION}"}.freeze
     # The issue's goal (reported, not asserted).
     TARGET_OF_CEILING = 0.95
-    FIELDS = (Report::DRAIN_FIELDS + %w[voluntary_switches_per_job involuntary_switches_per_job redis_calls_per_job]).freeze
-    HEADER = ["", "jobs/s", "server CPU µs/job", "Redis CPU µs/job", "switches/job (vol+invol)", "Redis calls/job", "drain s"].freeze
+    FIELDS = (Report::DRAIN_FIELDS + %w[voluntary_switches_per_job involuntary_switches_per_job fetches_per_job]).freeze
+    HEADER = ["", "jobs/s", "server CPU µs/job", "Redis CPU µs/job", "switches/job (vol+invol)", "fetches/job", "drain s"].freeze
 
     module_function
 
@@ -83,7 +83,7 @@ module Bench
     def row(label, m)
       [label, Report.num(m["jobs_per_s"]), Report.num(m["server_cpu_us_per_job"], 1), Report.num(m["redis_cpu_us_per_job"], 1),
         "#{Report.num(m["voluntary_switches_per_job"], 2)}+#{Report.num(m["involuntary_switches_per_job"], 2)}",
-        Report.num(m["redis_calls_per_job"], 2), Report.num(m["seconds"], 2)]
+        Report.num(m["fetches_per_job"], 3), Report.num(m["seconds"], 2)]
     end
 
     def pct(value) = value.nil? ? "-" : format("%.1f%%", value * 100)

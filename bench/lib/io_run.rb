@@ -25,11 +25,15 @@ module Bench
   # One measured drain of bench/io_bound.rb: N jobs that each sleep SLEEP seconds (IoSleepJob of
   # bench/apps/io_*_app.rb), drained by one server started with `-c CONCURRENCY`, timed and measured
   # as ThroughputRun measures a blank drain; besides, the server's context switches per job (all its
-  # threads) and the Redis commands per job (`INFO commandstats`, the benchmark's own reads left out).
+  # threads), its fetch calls per job (`fetch.lua` for queue, `BRPOP` for Sidekiq, the idle waiters'
+  # `BLMOVE`) and every Redis command per job (`INFO commandstats`, which counts the commands a script
+  # runs as well; the benchmark's own reads left out).
   class IoRun < ThroughputRun
     APPS = {sidekiq: "io_sidekiq_app.rb", queue: "io_queue_app.rb"}.freeze
     # What the benchmark itself sends while it waits (LLEN, GET stat:processed, INFO, FLUSHALL, ...).
     OWN_COMMANDS = %w[llen get info flushall zcard exists].freeze
+    # The commands a server fetches with (no other script runs while sleep jobs drain).
+    FETCH_COMMANDS = %w[evalsha brpop blmove brpoplpush].freeze
 
     def initialize(kind, redis, jobs:, concurrency:, sleep:)
       super(kind, redis, jobs: jobs, concurrency: concurrency)
@@ -68,7 +72,7 @@ module Bench
       super.merge(
         "voluntary_switches_per_job" => per_job.(last[:switches][0] - first[:switches][0]),
         "involuntary_switches_per_job" => per_job.(last[:switches][1] - first[:switches][1]),
-        "redis_calls_per_job" => calls.values.sum,
+        "fetches_per_job" => calls.slice(*FETCH_COMMANDS).values.sum,
         "redis_calls_by_command_per_job" => calls
       )
     end

@@ -1,10 +1,16 @@
 //! How much one fetch takes, and when a batch must make way for a higher queue. Pure logic, one per
 //! fetcher: no locks, no I/O.
 //!
-//! **Batch size.** A batch should hold about [`BATCH_BUDGET`] of work, from the measured durations of
-//! the queue's jobs (a moving average per queue): blank jobs come `max_batch` at a time (50 by
-//! default), a 20 ms job alone, as Sidekiq fetches. A queue whose jobs have not been timed yet is fetched one job
-//! at a time until one has.
+//! **Batch size.** A batch should hold about a budget of work, from the measured durations of the
+//! queue's jobs (a moving average per queue): [`PLAIN_BATCH_BUDGET`] for a processor thread's plain
+//! jobs, [`BATCH_BUDGET`] for an ordered queue's ids. Blank jobs come `max_batch` at a time (50 by
+//! default), 1 ms jobs about 15 at a time, a 20 ms job alone, as Sidekiq fetches. A queue whose jobs
+//! have not been timed yet is fetched one job at a time until one has.
+//!
+//! The plain budget is what makes I/O-bound jobs cheap: each fetch is a round trip with the GVL
+//! released and taken back, so at 2 ms a 1 ms job paid one per job (ARCHITECTURE.md, "I/O-bound
+//! jobs"). Nothing else holds a batch to a small budget: priority is kept by the look-up below, idle
+//! siblings steal, and a shallow queue is shared by `fetch.lua`'s fair-share cap.
 //!
 //! **Priority.** A job waiting in a higher queue must not wait behind this thread's prefetched jobs. So
 //! before it starts a buffered job, a fetcher whose batch was taken more than [`LOOK_UP_AFTER`] ago
@@ -17,8 +23,10 @@ use std::time::{Duration, Instant};
 
 use super::QueueOrder;
 
-/// About how much work one batch holds.
+/// About how much work one batch of an ordered queue's ids holds ([`Pace::new`]).
 pub const BATCH_BUDGET: Duration = Duration::from_millis(2);
+/// About how much work one batch of a processor thread's plain jobs holds ([`Pace::plain`]).
+pub const PLAIN_BATCH_BUDGET: Duration = Duration::from_millis(20);
 /// How old a batch may grow before the higher queues are looked at again.
 pub const LOOK_UP_AFTER: Duration = Duration::from_millis(5);
 /// Weight of the newest duration in the moving average.
@@ -27,6 +35,8 @@ const SMOOTHING: f64 = 0.25;
 #[derive(Debug, Clone)]
 pub struct Pace {
     max_batch: usize,
+    /// About how much work one batch holds.
+    budget: Duration,
     /// Moving average of job durations, in seconds, per queue index.
     average: Vec<Option<f64>>,
     /// When the batch in the buffer was taken (or last made sure of its place).
@@ -34,11 +44,21 @@ pub struct Pace {
 }
 
 impl Pace {
+    /// A pace of [`BATCH_BUDGET`].
     pub fn new(queues: usize, max_batch: usize) -> Pace {
         Pace {
             max_batch: max_batch.max(1),
+            budget: BATCH_BUDGET,
             average: vec![None; queues],
             taken_at: None,
+        }
+    }
+
+    /// A processor thread's pace: batches of [`PLAIN_BATCH_BUDGET`].
+    pub fn plain(queues: usize, max_batch: usize) -> Pace {
+        Pace {
+            budget: PLAIN_BATCH_BUDGET,
+            ..Pace::new(queues, max_batch)
         }
     }
 
@@ -48,7 +68,7 @@ impl Pace {
             None => 1,
             Some(avg) if avg <= 0.0 => self.max_batch,
             Some(avg) => {
-                let fits = BATCH_BUDGET.as_secs_f64() / avg;
+                let fits = self.budget.as_secs_f64() / avg;
                 (fits.floor() as usize).clamp(1, self.max_batch)
             }
         }
@@ -122,6 +142,18 @@ mod tests {
         assert_eq!(pace.batch_for(0), 20, "blank jobs: capped by max_batch");
         assert_eq!(pace.batch_for(1), 5, "2 ms / 400 µs");
         assert_eq!(pace.batch_for(2), 1, "slow jobs come alone");
+    }
+
+    #[test]
+    fn plain_batches_hold_more_of_slower_jobs() {
+        let mut pace = Pace::plain(3, 50);
+        pace.record(0, Duration::from_micros(10));
+        pace.record(1, Duration::from_millis(1));
+        pace.record(2, Duration::from_millis(25));
+        assert_eq!(pace.batch_for(0), 50, "blank jobs: capped by max_batch");
+        assert_eq!(pace.batch_for(1), 20, "20 ms / 1 ms");
+        assert_eq!(pace.batch_for(2), 1, "slow jobs come alone");
+        assert_eq!(Pace::plain(1, 50).batch_for(0), 1, "untimed: one at a time");
     }
 
     #[test]
