@@ -64,11 +64,22 @@ impl Pace {
 
     /// Most jobs to take from queue `index` in one fetch.
     pub fn batch_for(&self, index: usize) -> usize {
+        self.fitting(index, self.budget)
+    }
+
+    /// How many jobs of queue `index` make about [`BATCH_BUDGET`] of work (at least one, at most
+    /// `max_batch`): how far ahead of its start a buffered job's idempotency key may be released
+    /// (`Fetcher::release_buffered_early`), whatever the batch holds.
+    pub fn early_window(&self, index: usize) -> usize {
+        self.fitting(index, BATCH_BUDGET)
+    }
+
+    fn fitting(&self, index: usize, budget: Duration) -> usize {
         match self.average.get(index).copied().flatten() {
             None => 1,
             Some(avg) if avg <= 0.0 => self.max_batch,
             Some(avg) => {
-                let fits = self.budget.as_secs_f64() / avg;
+                let fits = budget.as_secs_f64() / avg;
                 (fits.floor() as usize).clamp(1, self.max_batch)
             }
         }
@@ -154,6 +165,9 @@ mod tests {
         assert_eq!(pace.batch_for(1), 20, "20 ms / 1 ms");
         assert_eq!(pace.batch_for(2), 1, "slow jobs come alone");
         assert_eq!(Pace::plain(1, 50).batch_for(0), 1, "untimed: one at a time");
+        assert_eq!(pace.early_window(0), 50);
+        assert_eq!(pace.early_window(1), 2, "keys go out at most ~2 ms ahead");
+        assert_eq!(pace.early_window(2), 1);
     }
 
     #[test]
