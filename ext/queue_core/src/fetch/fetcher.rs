@@ -2,7 +2,7 @@
 //!
 //! Not shared between threads, and never a thread hop: every call runs on the caller's thread (with
 //! the GVL released by the binding when it may block). A job's life here:
-//! 1. taken in a batch (`fetch.lua`), sized by [`Pace`] to about twenty milliseconds of work;
+//! 1. taken in a batch (`fetch.lua`), sized by [`Pace`] to about fifty milliseconds of work;
 //! 2. started — from the buffer without any I/O, unless the batch has aged and a higher queue must be
 //!    looked at first (then its unstarted jobs may be handed back);
 //! 3. acknowledged the moment it finishes: an unreplied `LREM` written to the socket ([`Fetcher::done`])
