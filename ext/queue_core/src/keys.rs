@@ -73,13 +73,15 @@ impl Keys {
     /// `callbacks` (JSON), `cb_<event>` (has callbacks), `expires_in`, `parent`, counters `total`,
     /// `pending`, `open`, `kids`, `kids_complete`, `kids_success`, `invalid`, and per event
     /// `<event>_at` (callback pushed) / `<event>_done` (callbacks ran). Beside it
-    /// `jq:batch:<bid>:failed` and `jq:batch:<bid>:dead`, HASHes jid → failure info (JSON).
+    /// `jq:batch:<bid>:failed` and `jq:batch:<bid>:dead`, HASHes jid → failure info (JSON), and
+    /// `jq:batch:<bid>:done`, the SET of jids counted as succeeded (by the checker, once each).
     /// Not Sidekiq Pro's `b-<bid>`, so both can share a Redis.
     pub fn batch(&self, bid: &str) -> String {
         self.key(&format!("jq:batch:{bid}"))
     }
 
-    /// LIST of markers (`c <bid>`, `d <event>:<bid>`) an ack leaves for the servers' batch checker.
+    /// LIST of markers (`s<n>:<bid><jid>` / `r<n>:<bid><jid>` a job done, `d <event>:<bid>` its
+    /// callbacks ran) an ack leaves for the servers' batch checker.
     pub fn batch_checks(&self) -> String {
         self.key("jq:batch-checks")
     }
