@@ -147,3 +147,55 @@ fn acks_written_twice_count_once_and_each_callback_is_pushed_once() {
     assert!(!exists(&mut c, "jq:batch:b1:done"));
     assert_eq!(llen(&mut c, WORKING), 0);
 }
+
+#[test]
+fn a_job_that_failed_before_is_taken_off_the_failures_once() {
+    let server = TestRedis::start();
+    let redis = server.redis();
+    let mut c = server.conn();
+    let mut sync = SyncConn::new(&redis);
+    let bid = "b2";
+    let new = store::NewBatch {
+        callback_queue: "default".into(),
+        callbacks: "{}".into(),
+        expires_in: 600,
+        ..Default::default()
+    };
+    assert!(store::open(&mut sync, bid, Some(&new), true).expect("open"));
+    let jobs: Vec<Vec<u8>> = ["j1", "j2"]
+        .iter()
+        .map(|jid| format!(r#"{{"class":"W","args":[],"jid":"{jid}","bid":"{bid}"}}"#).into_bytes())
+        .collect();
+    push::push_sync(&mut sync, bid, "work", &jobs).expect("push");
+    assert!(store::close(&mut sync, bid).expect("close"));
+    // j1 failed into retry, as batch_fail.lua records it: on :failed, no longer unsettled.
+    let _: () = redis::cmd("HSET")
+        .arg("jq:batch:b2:failed")
+        .arg("j1")
+        .arg("{}")
+        .query(&mut c)
+        .expect("hset");
+    let _: () = redis::cmd("HINCRBY")
+        .arg("jq:batch:b2")
+        .arg("unsettled")
+        .arg(-1)
+        .query(&mut c)
+        .expect("hincrby");
+    let _: () = redis::cmd("DEL")
+        .arg("queue:work")
+        .query(&mut c)
+        .expect("del");
+    let retried = br#"{"class":"W","args":[],"jid":"j1","bid":"b2","retry_count":0}"#.to_vec();
+    let _: () = redis::cmd("LPUSH")
+        .arg("queue:work")
+        .arg(&retried)
+        .query(&mut c)
+        .expect("push");
+    let unit = take(&mut c, "work");
+    ack_twice(&mut c, &redis, &unit);
+    assert_eq!(check(&mut c), 2);
+    assert_eq!(field(&mut c, bid, "pending").as_deref(), Some("1"));
+    assert_eq!(field(&mut c, bid, "unsettled").as_deref(), Some("1"));
+    assert!(!exists(&mut c, "jq:batch:b2:failed"));
+    assert!(field(&mut c, bid, "complete_at").is_none());
+}
