@@ -17,7 +17,14 @@ module JobQueue
         return @fetcher.done unless Validity::SHARED.valid?(@launcher.engine, bid)
 
         worker.bid = bid if worker.respond_to?(:bid=)
-        Batch.running(bid) { perform_job(klass, worker, job, queue) }
+        # Batch.running, inlined: no block per job.
+        previous = Thread.current[RUNNING]
+        Thread.current[RUNNING] = bid
+        begin
+          perform_job(klass, worker, job, queue)
+        ensure
+          Thread.current[RUNNING] = previous
+        end
       end
     end
   end

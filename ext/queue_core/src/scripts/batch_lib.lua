@@ -17,7 +17,9 @@ local function bdone(ns, bid, k, ev, now)
       redis.call('EXPIRE', k, ttl)
       redis.call('EXPIRE', k .. ':failed', ttl)
       redis.call('EXPIRE', k .. ':dead', ttl)
-      redis.call('EXPIRE', k .. ':done', ttl)
+      -- Done jids only guard against a late duplicate ack (a resend, or a job requeued from a
+      -- server taken for dead while it still ran it): a day after success is enough.
+      redis.call('EXPIRE', k .. ':done', math.min(ttl, 86400))
     end
   end
   if parent then
