@@ -81,7 +81,13 @@ impl Keys {
     }
 
     /// LIST of markers (`s<n>:<bid><jid>` / `r<n>:<bid><jid>` a job done, `d <event>:<bid>` its
-    /// callbacks ran) an ack leaves for the servers' batch checker.
+    /// callbacks ran) a batch job's ack leaves for the servers' batch checker.
+    pub fn batch_acks(&self) -> String {
+        self.key("jq:batch-acks")
+    }
+
+    /// LIST of the markers (`c <bid>`, `d <event>:<bid>`) servers before `jq:batch-acks` left (their
+    /// ack counted the job itself); the checker still applies them, so a rolling restart loses none.
     pub fn batch_checks(&self) -> String {
         self.key("jq:batch-checks")
     }

@@ -44,7 +44,11 @@ fn ack_twice(c: &mut redis::Connection, redis: &queue_core::Redis, unit: &Unit) 
 
 fn check(c: &mut redis::Connection) -> i64 {
     let mut inv = scripts::BATCH_CHECK.prepare_invoke();
-    inv.key("jq:batch-checks").arg("").arg("1000.5").arg(1000);
+    inv.key("jq:batch-acks")
+        .key("jq:batch-checks")
+        .arg("")
+        .arg("1000.5")
+        .arg(1000);
     inv.invoke(c).expect("check")
 }
 
@@ -82,11 +86,7 @@ fn acks_written_twice_count_once_and_each_callback_is_pushed_once() {
     let first = take(&mut c, "work");
     ack_twice(&mut c, &redis, &first);
     assert_eq!(llen(&mut c, WORKING), 0, "the ack took the job");
-    assert_eq!(
-        llen(&mut c, "jq:batch-checks"),
-        2,
-        "a marker per ack written"
-    );
+    assert_eq!(llen(&mut c, "jq:batch-acks"), 2, "a marker per ack written");
     assert_eq!(check(&mut c), 2);
     assert_eq!(field(&mut c, bid, "pending").as_deref(), Some("1"));
     assert_eq!(field(&mut c, bid, "unsettled").as_deref(), Some("1"));
@@ -198,4 +198,35 @@ fn a_job_that_failed_before_is_taken_off_the_failures_once() {
     assert_eq!(field(&mut c, bid, "unsettled").as_deref(), Some("1"));
     assert!(!exists(&mut c, "jq:batch:b2:failed"));
     assert!(field(&mut c, bid, "complete_at").is_none());
+}
+
+#[test]
+fn the_markers_of_servers_before_the_plain_ack_are_applied() {
+    let server = TestRedis::start();
+    let redis = server.redis();
+    let mut c = server.conn();
+    let mut sync = SyncConn::new(&redis);
+    let new = store::NewBatch {
+        callback_queue: "default".into(),
+        callbacks: "{}".into(),
+        expires_in: 600,
+        ..Default::default()
+    };
+    assert!(store::open(&mut sync, "b3", Some(&new), false).expect("open"));
+    // An old server's ack counted the job itself and left `c <bid>` on jq:batch-checks.
+    let _: () = redis::cmd("HSET")
+        .arg("jq:batch:b3")
+        .arg("total")
+        .arg(1)
+        .query(&mut c)
+        .expect("hset");
+    let _: () = redis::cmd("LPUSH")
+        .arg("jq:batch-checks")
+        .arg("c b3")
+        .query(&mut c)
+        .expect("lpush");
+    assert_eq!(check(&mut c), 0, "none taken from jq:batch-acks");
+    assert_eq!(llen(&mut c, "jq:batch-checks"), 0);
+    assert!(field(&mut c, "b3", "complete_at").is_some());
+    assert!(field(&mut c, "b3", "success_at").is_some());
 }

@@ -1,5 +1,6 @@
-//! The batch checker: one task per server that counts the markers the acks leave (`jq:batch-checks`,
-//! pushed in the `MULTI` that acknowledges a job) and applies the transitions. It waits for a
+//! The batch checker: one task per server that counts the markers the acks leave (`jq:batch-acks`,
+//! pushed in the `MULTI` that acknowledges a job) and applies the transitions (and the markers of
+//! servers before it, on `jq:batch-checks`, at least every `WAIT_SECS`). It waits for a
 //! marker with `BRPOPLPUSH` of the list onto itself (which only rotates it; a command of its own, so
 //! `CLIENT LIST` tells this wait from the idle waiters' `BLMOVE`), then runs `batch_check.lua`,
 //! which pops markers and applies them in the same step, so a marker is applied once, by one
@@ -46,18 +47,17 @@ pub async fn run(mut waiter: Conn, mut worker: Conn, mut stop: watch::Receiver<b
 }
 
 async fn step(waiter: &mut Conn, worker: &mut Conn) -> Result<()> {
-    let checks = waiter.keys().batch_checks();
-    let seen: Option<String> = waiter
+    let acks = waiter.keys().batch_acks();
+    // Woken by a marker or timed out: either way a step runs, so the markers of servers before
+    // `jq:batch-acks` (which wake no one) are applied within `WAIT_SECS`.
+    let _woken_by: Option<String> = waiter
         .cmd(
             redis::cmd("BRPOPLPUSH")
-                .arg(&checks)
-                .arg(&checks)
+                .arg(&acks)
+                .arg(&acks)
                 .arg(WAIT_SECS),
         )
         .await?;
-    if seen.is_none() {
-        return Ok(());
-    }
     loop {
         let taken: i64 = worker.script(&invocation(worker.keys())).await?;
         if taken < PER_CALL {
@@ -69,7 +69,8 @@ async fn step(waiter: &mut Conn, worker: &mut Conn) -> Result<()> {
 /// One call of `batch_check.lua`: up to [`PER_CALL`] markers taken and applied.
 pub fn invocation(keys: &Keys) -> ScriptInvocation<'static> {
     let mut inv = scripts::BATCH_CHECK.prepare_invoke();
-    inv.key(keys.batch_checks())
+    inv.key(keys.batch_acks())
+        .key(keys.batch_checks())
         .arg(keys.namespace())
         .arg(float_string(now_f64()))
         .arg(PER_CALL);

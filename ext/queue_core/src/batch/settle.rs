@@ -13,7 +13,7 @@ use super::Member;
 
 impl Member {
     /// The packet that acknowledges `unit` and leaves its marker for the checker, which counts it
-    /// as succeeded (or its callback as run): `MULTI`, the `LREM`, an `LPUSH` of the marker, `EXEC`.
+    /// as succeeded (or its callback as run): `MULTI`, the `LREM`, an `LPUSH` of the marker onto `jq:batch-acks`, `EXEC`.
     /// Plain commands (no script: an `EVAL`'s fixed cost per ack was most of a batch's overhead);
     /// the marker is pushed even when the `LREM` took nothing (an ack written twice), and the
     /// checker counts each jid once.
@@ -22,7 +22,7 @@ impl Member {
         pipe.atomic();
         pipe.cmd("LREM").arg(&unit.working).arg(-1).arg(&unit.raw);
         let mut push = redis::cmd("LPUSH");
-        push.arg(keys.batch_checks());
+        push.arg(keys.batch_acks());
         if !self.bid.is_empty() {
             push.arg(self.marker());
         }

@@ -2,11 +2,14 @@
 -- ARGV[3] markers left by acks and apply them in this same step. 's<n>:<bid><jid>' (a job that never
 -- failed) and 'r<n>:<bid><jid>' (one that did; n is the bid's length) count a job as succeeded, in
 -- bulk per batch, then run its batch's transitions once; 'd <event>:<bid>' records that the event's
--- callbacks ran; 'c <bid>' (left by an older server's batch_ack.lua) runs the transitions.
--- Returns how many it took.
--- KEYS[1] the checks list   ARGV[1] namespace   ARGV[2] now   ARGV[3] most markers
-local ms = redis.call('RPOP', KEYS[1], tonumber(ARGV[3]))
-if not ms then return 0 end
+-- callbacks ran. From the older list (left by servers that ran batch_ack.lua, whose ack counted the
+-- job): 'c <bid>' runs the transitions, 'd ...' as above. Returns how many it took from KEYS[1].
+-- KEYS[1] the acks list   KEYS[2] the older checks list   ARGV[1] namespace   ARGV[2] now
+-- ARGV[3] most markers
+local ms = redis.call('RPOP', KEYS[1], tonumber(ARGV[3])) or {}
+local taken = #ms
+for _, m in ipairs(redis.call('RPOP', KEYS[2], 100) or {}) do ms[#ms + 1] = m end
+if #ms == 0 then return 0 end
 local ns, now = ARGV[1], ARGV[2]
 local groups, order = {}, {}
 local function group(bid)
@@ -37,4 +40,4 @@ for _, bid in ipairs(order) do
   local g = groups[bid]
   if #g.s == 0 and #g.r == 0 then bcheck(ns, bid, now) else bsucceeded_many(ns, bid, g.s, g.r, now) end
 end
-return #ms
+return taken
