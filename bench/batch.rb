@@ -82,6 +82,8 @@ module Bench
         env: {"BENCH_N" => "1", "BENCH_DONE" => File.join(@redis.dir, "unused"), "BENCH_SUCCESS" => File.join(@redis.dir, "unused")})
       server.start
       begin
+        # The goal is a running server's: its boot (classes loading, threads starting) is not timed.
+        server.wait_for("the server's heartbeat", interval: 0.01) { @redis.client.scard("processes").positive? }
         bids = Array.new(BATCHES) do
           batch = JobQueue::Batch.new
           batch.on(:success, "LatencyCallback")
