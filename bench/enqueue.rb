@@ -1,11 +1,25 @@
 #!/usr/bin/env ruby
 # frozen_string_literal: true
 
-# Enqueue rate from one thread: Sidekiq 6.4.1's client against queue's, in the same run, on a
-# redis-server of the benchmark's own.
+# Enqueue rate: Sidekiq 6.4.1's client against queue's, in the same run, on a redis-server of the
+# benchmark's own.
 #
 #   ruby bench/enqueue.rb             # M=20000 one by one, BULK_M=100000 in bulk, ROUNDS=3
 #   M=5000 BULK_M=20000 ROUNDS=2 ruby bench/enqueue.rb
+#   MODES=one_by_one,threads ROUNDS=5 ruby bench/enqueue.rb   # one thread and 16 (THREADS=16)
+#   BASELINE=path/to/main-run.json MODES=one_by_one,threads ROUNDS=5 ruby bench/enqueue.rb
+#
+# A single thread's push must be no slower than before the shared connection: one process cannot
+# load two builds of the extension, so the one-by-one row is judged by its ratio to Sidekiq in the
+# same run (the median of the rounds' ratios) against the same figure in BASELINE, the JSON of a run
+# of the previous build (main's) on the same machine; within ONE_THREAD_TOLERANCE (5 %) counts as
+# no slower. Without BASELINE the row is printed and not judged. The 16-thread target is judged on
+# the median of the rounds' ratios too.
+#
+# The mode `threads` pushes M jobs one by one from THREADS threads at once (M / THREADS each), as a
+# Puma app's threads do; Sidekiq's client then gets a connection pool of THREADS connections (its
+# default is 5), queue's threads share one connection whose concurrent pushes go out together
+# (`link/combining.rs`). It runs only when MODES names it.
 #
 # Each round pushes M blank jobs with each client one by one (`perform_async`), and BULK_M in bulk
 # (`perform_bulk`, batches of 1000; more jobs than one by one because a bulk push of 20,000 takes
@@ -26,24 +40,33 @@ require_relative "lib/enqueue_run"
 module Bench
   # Runs the rounds and prints and records the results.
   module Enqueue
-    JOBS = {one_by_one: Integer(ENV.fetch("M", "20000")), bulk: Integer(ENV.fetch("BULK_M", "100000"))}.freeze
-    ROUNDS = Integer(ENV.fetch("ROUNDS", "3"))
+    JOBS = {
+      one_by_one: Integer(ENV.fetch("M", "20000")), bulk: Integer(ENV.fetch("BULK_M", "100000")),
+      threads: Integer(ENV.fetch("M", "20000"))
+    }.freeze
+    MODES = ENV.fetch("MODES", "one_by_one,bulk").split(",").map(&:to_sym).freeze
+    # The threads mode's 8× target is judged on the median of at least five rounds.
+    ROUNDS = Integer(ENV.fetch("ROUNDS", MODES.include?(:threads) ? "5" : "3"))
     WARMUP = 1000
     KINDS = %i[sidekiq queue].freeze
-    MODES = %i[one_by_one bulk].freeze
     FIELDS = %w[jobs_per_s client_cpu_us_per_job redis_cpu_us_per_job seconds other_processes_cores].freeze
     LABELS = {sidekiq: "Sidekiq #{Sidekiq::VERSION}", queue: "queue #{JobQueue::VERSION}", round_trip: "bare round trip (PING)"}.freeze
     MODE_LABELS = {
       one_by_one: "#{Report.num(JOBS[:one_by_one])} one by one (perform_async)",
-      bulk: "#{Report.num(JOBS[:bulk])} in bulk (perform_bulk, 1000 a batch)"
+      bulk: "#{Report.num(JOBS[:bulk])} in bulk (perform_bulk, 1000 a batch)",
+      threads: "#{Report.num(JOBS[:threads])} one by one from #{EnqueueRun::THREADS} threads (perform_async)"
     }.freeze
     TARGET_SPEEDUP = 2.0
+    TARGET_THREADS_SPEEDUP = 8.0
+    BASELINE = ENV["BASELINE"]
+    ONE_THREAD_TOLERANCE = 0.05
 
     module_function
 
     def run
       redis = RedisServer.new.start
       Clients.configure(redis.url)
+      Clients.pool(redis.url, EnqueueRun::THREADS) if MODES.include?(:threads)
       warm_up(redis)
       load_before = Cpu.loadavg
       rounds = (1..ROUNDS).map { |i| round(redis, i) }
@@ -53,7 +76,7 @@ module Bench
       path = Report.write_json("enqueue", {
         "benchmark" => "enqueue", "jobs" => JOBS.transform_keys(&:to_s), "rounds" => ROUNDS,
         "machine" => Report.machine(redis.version).merge("loadavg_before" => load_before, "loadavg_after" => load_after),
-        "runs" => rounds, "medians" => summary
+        "runs" => rounds, "medians" => summary, "baseline" => BASELINE
       })
       puts "\nresults: #{path}"
     ensure
@@ -94,7 +117,7 @@ module Bench
     end
 
     def print_report(rounds, summary, load_before, load_after)
-      puts "\nEnqueue: blank jobs from one thread, median of #{ROUNDS} round(s)"
+      puts "\nEnqueue: blank jobs, median of #{ROUNDS} round(s)"
       puts Report.load_line(load_before, load_after)
       header = ["", "jobs/s", "client CPU µs/job", "Redis CPU µs/job", "seconds", "other procs (cores)"]
       MODES.each do |mode|
@@ -119,6 +142,29 @@ module Bench
       one = summary.fetch("one_by_one")
       puts "  #{speedup >= TARGET_SPEEDUP ? "met   " : "MISSED"}  one-by-one enqueue ≥ #{TARGET_SPEEDUP}× Sidekiq: #{Report.times(speedup)} " \
         "(ceiling #{Report.times(one["ceiling"])}; Sidekiq's CPU per push over queue's #{Report.times(one["cpu_per_push_ratio"])})"
+      print_one_thread(rounds)
+      return unless summary.key?("threads")
+
+      # Judged on the median of the rounds' paired ratios (each round's two clients ran seconds
+      # apart); the ratio of the medians is shown beside it.
+      threaded = Report.median(round_ratios(rounds, :threads))
+      puts "  #{threaded >= TARGET_THREADS_SPEEDUP ? "met   " : "MISSED"}  enqueue from #{EnqueueRun::THREADS} threads ≥ " \
+        "#{TARGET_THREADS_SPEEDUP}× Sidekiq: #{Report.times(threaded)}, median of the rounds' ratios (ratio of the medians " \
+        "#{Report.times(summary.dig("threads", "ratios", "jobs_per_s"))}; queue #{Report.num(summary.dig("threads", "queue", "jobs_per_s"))}/s, " \
+        "one thread #{Report.num(one.dig("queue", "jobs_per_s"))}/s)"
+    end
+
+    # The one-by-one ratio to Sidekiq against the baseline run's (see BASELINE above).
+    def print_one_thread(rounds)
+      speedup = Report.median(round_ratios(rounds, :one_by_one))
+      unless BASELINE
+        puts "  (not judged) one thread no slower than main's: #{Report.times(speedup)} Sidekiq here; set BASELINE to main's enqueue JSON"
+        return
+      end
+      before = Report.median(round_ratios(JSON.parse(File.read(BASELINE)).fetch("runs"), :one_by_one))
+      met = speedup >= before * (1 - ONE_THREAD_TOLERANCE)
+      puts "  #{met ? "met   " : "MISSED"}  one thread no slower than main's (within #{(ONE_THREAD_TOLERANCE * 100).round} %): " \
+        "#{Report.times(speedup)} Sidekiq against #{Report.times(before)} in #{File.basename(BASELINE)} (medians of the rounds' ratios)"
     end
 
     # How close to a bare round trip each push is: the ceiling is the round trip's rate over

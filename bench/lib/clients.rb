@@ -46,6 +46,12 @@ module Bench
       JobQueue.logger.level = Logger::WARN
     end
 
+    # Gives Sidekiq's client a pool of `size` connections (its default is 5), one per pushing thread,
+    # as a Puma app with RAILS_MAX_THREADS=size would.
+    def pool(url, size)
+      Sidekiq.configure_client { |c| c.redis = {url: url, size: size} }
+    end
+
     # Pushes `count` blank jobs for `kind` (:sidekiq or :queue) with its own bulk client, in batches
     # of 1000 (not timed; the throughput benchmark's setup).
     def push_blank_jobs(kind, count)

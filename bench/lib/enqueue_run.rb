@@ -3,8 +3,9 @@
 require_relative "cpu"
 
 module Bench
-  # One timed enqueue of M blank jobs from this thread: one by one (`perform_async`) or in bulk
-  # (`perform_bulk`, batches of 1000), with Sidekiq's client or queue's. The time covers the calls
+  # One timed enqueue of M blank jobs: one by one from this thread (`perform_async`), one by one from
+  # THREADS threads at once (`perform_async`, M / THREADS each: a Puma app's threads enqueuing), or
+  # in bulk (`perform_bulk`, batches of 1000), with Sidekiq's client or queue's. The time covers the calls
   # only; the jobs are counted in Redis afterwards.
   #
   # The kind :round_trip pushes nothing: it makes M bare `PING`s, one by one, through queue's
@@ -13,6 +14,7 @@ module Bench
   class EnqueueRun
     JOB_CLASSES = {sidekiq: SidekiqBlankJob, queue: QueueBlankJob, round_trip: nil}.freeze
     BATCH = 1000
+    THREADS = Integer(ENV.fetch("THREADS", "16"))
 
     def initialize(kind, mode, redis, jobs:)
       @klass = JOB_CLASSES.fetch(kind)
@@ -40,9 +42,24 @@ module Bench
 
       case @mode
       when :one_by_one then @jobs.times { @klass.perform_async }
+      when :threads then from_threads
       when :bulk then @klass.perform_bulk(args, batch_size: BATCH)
       else raise ArgumentError, "unknown mode #{@mode}"
       end
+    end
+
+    # The threads start together and each pushes its share; the time covers them all.
+    def from_threads
+      gate = Queue.new
+      threads = Array.new(THREADS) do |i|
+        share = @jobs / THREADS + (i < @jobs % THREADS ? 1 : 0)
+        Thread.new do
+          gate.pop
+          share.times { @klass.perform_async }
+        end
+      end
+      THREADS.times { gate << true }
+      threads.each(&:join)
     end
 
     def ping

@@ -25,8 +25,11 @@ module JobQueue
     MAX_WEIGHT = 1_000_000
     BUSY_POLL_RANGE = (0..1000).freeze
     DEFAULT_BUSY_POLL_US = 100
+    DEFAULT_MALLOC_ARENA_MAX = 2
+    MALLOC_ARENA_MAX_RANGE = (1..1024).freeze
 
     attr_reader :concurrency, :timeout, :max_batch, :batch_expiry, :queues, :namespace, :busy_poll_us, :gitlab_fetcher_scan
+    attr_reader :malloc_arena_max
     attr_reader :error_handlers, :death_handlers, :client_middleware_chain, :server_middleware_chain
     attr_accessor :tag, :labels, :environment, :require_path
     attr_reader :logger
@@ -43,6 +46,7 @@ module JobQueue
       @batch_expiry = 30 * 24 * 3600
       @gitlab_fetcher_scan = 60
       @busy_poll_us = DEFAULT_BUSY_POLL_US
+      @malloc_arena_max = DEFAULT_MALLOC_ARENA_MAX
       @queues = [["default", 1]]
       @strict_order = true
       @tag = ""
@@ -192,6 +196,17 @@ module JobQueue
     # Microseconds a client call (perform_async and the rest this thread sends on its connection)
     # polls its socket for Redis's reply before sleeping until it comes: 100 by default, 0 never. Over
     # plain TCP only; it backs off by itself when Redis answers slower than that (ARCHITECTURE.md).
+    # How many glibc malloc arenas a server process keeps (2 by default; nil: glibc's own limit,
+    # 8 a core). The server sets it as it starts, before its threads allocate, unless the process was
+    # started with MALLOC_ARENA_MAX, which then wins. ARCHITECTURE.md, "Memory".
+    def malloc_arena_max=(max)
+      unless max.nil? || (max.is_a?(Integer) && MALLOC_ARENA_MAX_RANGE.cover?(max))
+        raise ArgumentError, "malloc_arena_max must be nil or an Integer in #{MALLOC_ARENA_MAX_RANGE}, got #{max.inspect}"
+      end
+
+      @malloc_arena_max = max
+    end
+
     def busy_poll_us=(us)
       raise ArgumentError, "busy_poll_us must be an Integer in #{BUSY_POLL_RANGE}, got #{us.inspect}" unless us.is_a?(Integer) && BUSY_POLL_RANGE.cover?(us)
 

@@ -16,6 +16,10 @@ module JobQueue
   # nil removes it from the context.
   module Context
     PREFIX = "meta."
+    # What a job's JSON holds when it may carry a context: a key starting with PREFIX, written out or
+    # with a \u escape in it (Context.in_json?).
+    MARK = "\"#{PREFIX}".freeze
+    ESCAPE = "\\u"
     # What `with` takes, and the `meta.*` key each fills.
     KEYS = {
       user: "meta.user",
@@ -70,6 +74,13 @@ module JobQueue
         meta.freeze
       end
 
+      # Whether a job's JSON may carry a context ("meta.*" keys): when not, a server restores none
+      # without looking at each key of the parsed job (`restore`'s `scan`). Two substring searches.
+      # @api private
+      def in_json?(raw)
+        raw.include?(MARK) || raw.include?(ESCAPE)
+      end
+
       # The context stored in a job hash (its "meta.*" fields), or nil when it has none.
       def from_job(job)
         meta = nil
@@ -82,10 +93,11 @@ module JobQueue
       end
 
       # Runs the block with the context a job carries (and nothing else); restores the previous one.
-      # Allocates nothing for a job without context.
-      def restore(job)
+      # Allocates nothing for a job without context. `scan`: false when the job is known to carry
+      # none (`in_json?`), so its keys are not looked at.
+      def restore(job, scan = true)
         previous = Thread.current[THREAD_KEY]
-        meta = from_job(job)
+        meta = scan ? from_job(job) : nil
         return yield if meta.nil? && previous.nil?
 
         Thread.current[THREAD_KEY] = meta

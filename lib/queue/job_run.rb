@@ -10,12 +10,13 @@ module JobQueue
   # the log context its own lines carry, and its worker context, restored from the job's "meta.*"
   # fields. Costs no allocation for a job without context when the engine writes the lines.
   module JobRun
-    def self.around(config, klass, job, queue)
+    # `context`: false when the job is known to carry no worker context (Context.restore).
+    def self.around(config, klass, job, queue, context = true)
       log = config.job_log
       Logging.with_job(job) do
-        next Context.restore(job) { yield } unless log
+        next Context.restore(job, context) { yield } unless log
 
-        log.around(klass, job, queue) { Context.restore(job) { yield } }
+        log.around(klass, job, queue) { Context.restore(job, context) { yield } }
       end
     end
   end

@@ -159,8 +159,15 @@ module JobQueue
         supervised: !@embedded, # an embedded server leaves systemd's NOTIFY_SOCKET to the program it runs in
         gitlab_fetch_scan: @config.gitlab_fetcher_scan,
         sidekiq_metrics: @config.sidekiq_metrics || nil,
-        capsules: @config.capsules.values.map { |cap| [cap.name, cap.queue_weights, cap.strict_order?, cap.concurrency] }
+        capsules: @config.capsules.values.map { |cap| [cap.name, cap.queue_weights, cap.strict_order?, cap.concurrency] },
+        malloc_arena_max: malloc_arena_max
       }
+    end
+
+    # The configuration's arena limit, unless the process was started with MALLOC_ARENA_MAX (glibc
+    # read it then, and the user's setting wins).
+    def malloc_arena_max
+      @config.malloc_arena_max unless ENV.key?("MALLOC_ARENA_MAX")
     end
 
     # The process hash's `info`, as Sidekiq 8.0.10 writes it (ARCHITECTURE.md, "Liveness"): Sidekiq

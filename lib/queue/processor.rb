@@ -18,6 +18,16 @@ module JobQueue
     # (ours without the sidekiq gem, rails_integration/job_wrapper.rb).
     CLASS_ALIASES = {"Sidekiq::ActiveJob::Wrapper" => "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"}.freeze
 
+    # A job class and what the processor asks of it for every job, asked once: whether its workers
+    # take a `jid` and the processor (`_context`), and whether it has the limits DSL (whether it has
+    # limits is asked per job: a class may declare them after its first job ran).
+    ClassInfo = Struct.new(:klass, :jid, :context, :limits) do
+      def self.of(klass)
+        takes = ->(setter) { klass.is_a?(Module) && klass.public_method_defined?(setter) }
+        new(klass, takes.(:jid=), takes.(:_context=), klass.respond_to?(:queue_limits))
+      end
+    end
+
     attr_reader :thread, :index, :capsule, :capsule_name
 
     # `capsule`: the engine's index of this thread's capsule (0: the default one; JobQueue::Capsule).
@@ -105,16 +115,17 @@ module JobQueue
       job = parse(raw) or return
       klass = nil
       begin
-        klass = constantize(job["class"])
+        info = class_info(job["class"])
+        klass = info.klass
         worker = klass.new
-        worker.jid = job["jid"] if worker.respond_to?(:jid=)
-        worker._context = self if worker.respond_to?(:_context=)
+        worker.jid = job["jid"] if info.jid
+        worker._context = self if info.context
         deduplicated(klass, job) if !key_released && job["idempotency_key"] && !job.key?("duplicate-of")
         return @fetcher.expired if Expiry.expired?(job) # `expires_in` ran out before it could start
-        return if (limits = klass.respond_to?(:queue_limits) && klass.queue_limits) && Limits.held_back?(@fetcher, klass, limits, job, @config)
+        return if info.limits && (limits = klass.queue_limits) && Limits.held_back?(@fetcher, klass, limits, job, @config)
         return run_in_batch(klass, worker, job, queue) if job["bid"] # batch/runner.rb
 
-        perform_job(klass, worker, job, queue)
+        perform_job(klass, worker, job, queue, Context.in_json?(raw))
       rescue Shutdown
         raise
       rescue Iterable::Interrupted
@@ -124,11 +135,14 @@ module JobQueue
       end
     end
 
-    def perform_job(klass, worker, job, queue)
-      JobRun.around(@config, klass, job, queue) do # context and JSON job logs (job_run.rb)
-        @config.server_middleware_chain.invoke(worker, job, queue) do
-          worker.perform(*job["args"])
-        end
+    # `context`: whether the job may carry a worker context ("meta.*" fields; false when its JSON
+    # has none, which spares looking at each of its keys).
+    def perform_job(klass, worker, job, queue, context = true)
+      chain = @config.server_middleware_chain
+      JobRun.around(@config, klass, job, queue, context) do # log context, worker context, JSON job logs (job_run.rb)
+        next worker.perform(*job["args"]) if chain.empty?
+
+        chain.invoke(worker, job, queue) { worker.perform(*job["args"]) }
       end
       @fetcher.done
     end
@@ -169,14 +183,17 @@ module JobQueue
       nil
     end
 
-    def constantize(name)
-      @classes[name] ||= begin
-        Object.const_get(name.to_s)
-      rescue NameError
-        raise unless CLASS_ALIASES.key?(name)
+    # What a job of class `name` needs looked up, once per name and thread (ClassInfo).
+    def class_info(name)
+      @classes[name] ||= ClassInfo.of(constantize(name))
+    end
 
-        Object.const_get(CLASS_ALIASES[name])
-      end
+    def constantize(name)
+      Object.const_get(name.to_s)
+    rescue NameError
+      raise unless CLASS_ALIASES.key?(name)
+
+      Object.const_get(CLASS_ALIASES[name])
     end
   end
 end

@@ -25,6 +25,24 @@ RSpec.describe "ApplicationWorkers in a server" do
     expect(server.stop.exitstatus).to eq(0)
   end
 
+  it "restores a context whose key the job's JSON writes with an escape, and none for a job without one" do
+    # The server skips looking for "meta.*" keys in a job whose JSON has neither `"meta.` nor a \u
+    # escape (Context.in_json?): an escaped key must still be found.
+    job = ->(jid, fields) { JSON.generate({"class" => "ContextChainWorker", "args" => [3], "jid" => jid, "queue" => "context_chain", "retry" => false}).sub(/\}\z/, fields) }
+    redis.lpush("queue:context_chain", [
+      job.("escaped", %q(,"m\u0065ta.user":"bob","\u006deta.project":"a/b"})),
+      job.("plain", %q(,"meta.user":"carl"})),
+      job.("none", %q(,"note":"\u00e9t\u00e9"})),
+      job.("bare", "}")
+    ])
+    start_server(app: "gitlab_workers.rb", args: ["-c", "1", "-q", "context_chain"])
+    wait_until("the four jobs to run") { redis.llen("ran:context") == 4 }
+
+    expect(recorded("ran:context").to_h { |r| [r["jid"], r["context"]] }).to eq(
+      "escaped" => {"meta.user" => "bob", "meta.project" => "a/b"}, "plain" => {"meta.user" => "carl"}, "none" => {}, "bare" => {}
+    )
+  end
+
   it "runs a cron worker without its caller's context, and its bulk jobs each with their own" do
     ContextChainWorker.with_context(user: "ann") { NightlyCleanupWorker.perform_async }
     start_server(app: "gitlab_workers.rb", args: ["-c", "2", "-q", "cronjob", "-q", "context_chain"])

@@ -189,6 +189,17 @@ RSpec.describe JobQueue::Configuration do
       expect(config.busy_poll_us).to eq(1000)
     end
 
+    it "takes malloc_arena_max as nil or 1 to 1024 arenas, 2 unless set, and refuses anything else" do
+      expect(config.malloc_arena_max).to eq(2)
+      config.malloc_arena_max = nil
+      expect(config.malloc_arena_max).to be_nil
+      config.malloc_arena_max = 8
+      [0, 1025, 2.5, "2", false].each do |bad|
+        expect { config.malloc_arena_max = bad }.to raise_error(ArgumentError, /malloc_arena_max must be nil or an Integer in 1\.\.1024, got #{Regexp.escape(bad.inspect)}/)
+      end
+      expect(config.malloc_arena_max).to eq(8)
+    end
+
     it "parses queues with optional weights, as strings or pairs" do
       config.queues = ["critical,3", "default", " low , 2 ", ["bulk", 4], ["tiny", "0"], [:sym]]
       expect(config.queues).to eq([["critical", 3], ["default", 1], ["low", 2], ["bulk", 4], ["tiny", 1], ["sym", 1]])

@@ -14,6 +14,14 @@ RSpec.describe "concurrency and rate limits" do
   def peak(name) = redis.get("limits:peak:#{name}").to_i
   def started(name) = recorded("limits:started:#{name}")
 
+  # `count` servers of `-c 10` on `queue`, each registered before the jobs are pushed: a server still
+  # booting when the jobs are gone would take none of them and die of the TERM that stops it.
+  def running_servers(count, queue)
+    servers = count.times.map { start_server(app: "limits.rb", args: ["-c", "10", "-q", queue]) }
+    wait_until("#{count} servers to register", timeout: 60) { redis.scard("processes") == count }
+    servers
+  end
+
   def drained?(*queues)
     queues.all? { |q| redis.llen("queue:#{q}").zero? } && redis.zcard("schedule").zero? &&
       redis.hvals("jq:limits:running").all? { |n| n.to_i.zero? } && redis.hvals("jq:limits:deferred").all? { |n| n.to_i.zero? }
@@ -30,7 +38,7 @@ RSpec.describe "concurrency and rate limits" do
   end
 
   it "runs 200 jobs limited to 2 on 2 processes × 10 threads: never more than 2 at once, deferred ones in arrival order" do
-    servers = 2.times.map { start_server(app: "limits.rb", args: ["-c", "10", "-q", "limited"]) }
+    servers = running_servers(2, "limited")
     snapshot = nil
     TwoAtATimeWorker.perform_bulk((1..200).map { |n| [n] })
     wait_until("all 200 to run", timeout: 60) do
@@ -103,7 +111,7 @@ RSpec.describe "concurrency and rate limits" do
   end
 
   it "keeps a keyed limit per key: one at a time per account, accounts in parallel" do
-    servers = 2.times.map { start_server(app: "limits.rb", args: ["-c", "10", "-q", "keyed"]) }
+    servers = running_servers(2, "keyed")
     accounts = %w[a b c]
     PerAccountWorker.perform_bulk(accounts.flat_map { |a| (1..20).map { |n| [a, n] } })
     wait_until("all 60 to run", timeout: 60) { started("account:a").size + started("account:b").size + started("account:c").size == 60 && drained?("keyed") }
@@ -142,7 +150,7 @@ RSpec.describe "concurrency and rate limits" do
   end
 
   it "spaces 100 jobs at 10 per 2 s (window and bucket) over at least 18 s, none failed, none lost" do
-    servers = 2.times.map { start_server(app: "limits.rb", args: ["-c", "10", "-q", "rated"]) }
+    servers = running_servers(2, "rated")
     pushed_at = Time.now.to_f
     WindowRatedWorker.perform_bulk((1..100).map { |n| [n] })
     BucketRatedWorker.perform_bulk((1..100).map { |n| [n] })

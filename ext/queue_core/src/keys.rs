@@ -73,13 +73,21 @@ impl Keys {
     /// `callbacks` (JSON), `cb_<event>` (has callbacks), `expires_in`, `parent`, counters `total`,
     /// `pending`, `open`, `kids`, `kids_complete`, `kids_success`, `invalid`, and per event
     /// `<event>_at` (callback pushed) / `<event>_done` (callbacks ran). Beside it
-    /// `jq:batch:<bid>:failed` and `jq:batch:<bid>:dead`, HASHes jid → failure info (JSON).
+    /// `jq:batch:<bid>:failed` and `jq:batch:<bid>:dead`, HASHes jid → failure info (JSON), and
+    /// `jq:batch:<bid>:done`, the SET of jids counted as succeeded (by the checker, once each).
     /// Not Sidekiq Pro's `b-<bid>`, so both can share a Redis.
     pub fn batch(&self, bid: &str) -> String {
         self.key(&format!("jq:batch:{bid}"))
     }
 
-    /// LIST of markers (`c <bid>`, `d <event>:<bid>`) an ack leaves for the servers' batch checker.
+    /// LIST of markers (`s<n>:<bid><jid>` / `r<n>:<bid><jid>` a job done, `d <event>:<bid>` its
+    /// callbacks ran) a batch job's ack leaves for the servers' batch checker.
+    pub fn batch_acks(&self) -> String {
+        self.key("jq:batch-acks")
+    }
+
+    /// LIST of the markers (`c <bid>`, `d <event>:<bid>`) servers before `jq:batch-acks` left (their
+    /// ack counted the job itself); the checker still applies them, so a rolling restart loses none.
     pub fn batch_checks(&self) -> String {
         self.key("jq:batch-checks")
     }

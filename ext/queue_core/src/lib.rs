@@ -33,6 +33,7 @@ pub mod keys;
 pub mod limits;
 pub mod link;
 pub mod liveness;
+pub mod memory;
 pub mod metrics;
 pub mod migrate;
 pub mod notify;

@@ -66,9 +66,6 @@ mod tests {
 }
 script!(REQUEUE, "requeue.lua");
 
-/// `batch_ack.lua`, sent unreplied as `EVAL`: short, the transitions are the checker's.
-pub static BATCH_ACK_SOURCE: LazyLock<String> =
-    LazyLock::new(|| compact(include_str!("scripts/batch_ack.lua")));
 pub static BATCH_CHECK: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_helper!("batch_lib.lua", "batch_check.lua")));
 /// `fail.lua` with the batch's prelude (`batch_fail.lua`), for a failed job of a batch.

@@ -57,6 +57,9 @@ pub struct ServerConfig {
     /// Capsules besides the default one (`queues`, `strict` and `concurrency` above): each its own
     /// threads and queues ([`crate::capsules`]). Empty for a server of one capsule.
     pub capsules: Vec<CapsuleConfig>,
+    /// Limit glibc's malloc to this many arenas before the server's threads start
+    /// ([`crate::memory`]); `None`: leave malloc as it is.
+    pub malloc_arena_max: Option<u32>,
 }
 
 pub struct Server {
@@ -91,6 +94,9 @@ impl Server {
             return Err(Error::InvalidArgument(
                 "concurrency must be at least 1".to_owned(),
             ));
+        }
+        if let Some(max) = config.malloc_arena_max {
+            crate::memory::limit_malloc_arenas(max);
         }
         let default = CapsuleConfig {
             name: capsules::DEFAULT.to_owned(),

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "validity"
+
 module JobQueue
   class Batch
     # The processor's part for a job carrying "bid" (included in JobQueue::Processor): the worker
@@ -7,30 +9,22 @@ module JobQueue
     # counts it as done); and while it runs, `batch.jobs { }` adds to its batch without holding the
     # batch open (the running job already does).
     module Runner
-      # How long a batch's validity is trusted before it is read again, per processor thread: one
-      # read per batch per second, not one per job.
-      VALIDITY_TTL = 1.0
-
       private
 
       def run_in_batch(klass, worker, job, queue)
-        bid = job["bid"].to_s
-        return @fetcher.done unless batch_valid?(bid)
+        bid = job["bid"]
+        bid = bid.to_s unless bid.is_a?(String)
+        return @fetcher.done unless Validity::SHARED.valid?(@launcher.engine, bid)
 
         worker.bid = bid if worker.respond_to?(:bid=)
-        Batch.running(bid) { perform_job(klass, worker, job, queue) }
-      end
-
-      def batch_valid?(bid)
-        @batch_validity ||= {}
-        now = ::Process.clock_gettime(::Process::CLOCK_MONOTONIC)
-        valid, at = @batch_validity[bid]
-        return valid if at && now - at < VALIDITY_TTL
-
-        @batch_validity.shift if @batch_validity.size >= 1000
-        valid = @launcher.engine.batch_valid(bid) # the shard this server serves, where its jobs' batches are
-        @batch_validity[bid] = [valid, now]
-        valid
+        # Batch.running, inlined: no block per job.
+        previous = Thread.current[RUNNING]
+        Thread.current[RUNNING] = bid
+        begin
+          perform_job(klass, worker, job, queue)
+        ensure
+          Thread.current[RUNNING] = previous
+        end
       end
     end
   end

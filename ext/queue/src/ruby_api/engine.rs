@@ -1,7 +1,9 @@
 //! `JobQueue::Native::Engine`: one configured Redis (URL + namespace) and the client side of it.
 //!
-//! Pushes run on a synchronous connection owned by the calling Ruby thread (a thread-local map keyed
-//! by engine), with the GVL released: no runtime, no hop to another thread per call. Reads (`stats`)
+//! Pushes run with the GVL released on the calling Ruby thread's handle (a thread-local map keyed by
+//! engine) on the synchronous connection the process's threads share (`link::combining`): pushes
+//! made at the same time from several threads go out in one write; no runtime, no hop to another
+//! thread per call. Reads (`stats`)
 //! drive the engine's async API on a current-thread runtime of the same thread. A forked child sees
 //! the parent's pid on an inherited connection and dials its own (the inherited one is leaked, not
 //! closed, since its socket is the parent's too).
@@ -91,13 +93,13 @@ pub(super) fn with_conn<T>(
     on_thread(&CONNS, id, || BlockingConn::new(redis), |c| c.run(op))
 }
 
-/// Runs `op` on this thread's synchronous connection.
+/// Runs `op` on this thread's handle on the shared synchronous connection (`link::combining`).
 pub(super) fn with_sync<T>(
     redis: &Redis,
     id: u64,
     op: impl FnOnce(&mut SyncConn) -> queue_core::Result<T>,
 ) -> queue_core::Result<T> {
-    on_thread(&SYNC_CONNS, id, || Ok(SyncConn::polling(redis)), op)
+    on_thread(&SYNC_CONNS, id, || Ok(SyncConn::combined(redis)), op)
 }
 
 /// `{"queued" =>, "scheduled" =>, "retry" =>, "keys" =>}`.
@@ -381,7 +383,7 @@ impl Engine {
         migrated_hash(ruby, moved)
     }
 
-    /// `poll_counts`: what this thread's client connection's polling for replies has done so far
+    /// `poll_counts`: what the process's shared client connection's polling for replies has done so far
     /// (`link::busy_poll`), `{"hits" =>, "misses" =>, "skipped" =>}`; nil when it does not poll
     /// (turned off, not plain TCP, not dialled yet).
     fn poll_counts(ruby: &Ruby, rb_self: &Self) -> Result<Option<RHash>, Error> {

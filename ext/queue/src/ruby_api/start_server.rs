@@ -32,6 +32,7 @@ const KEYS: &[&str] = &[
     "gitlab_fetch_scan",
     "sidekiq_metrics",
     "capsules",
+    "malloc_arena_max",
 ];
 
 /// `options` read once, each key converted where it is taken.
@@ -107,6 +108,7 @@ impl Engine {
                 .map(Duration::from_secs),
             sidekiq_metrics,
             capsules,
+            malloc_arena_max: options.get("malloc_arena_max", None)?,
         };
         let redis = rb_self.redis.clone();
         let server = blocking(move || {

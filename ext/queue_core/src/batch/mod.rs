@@ -1,15 +1,17 @@
 //! Batches: groups of jobs with callbacks (Sidekiq Pro's `Sidekiq::Batch`), counted in the engine.
 //!
-//! A job joins a batch by carrying `"bid"` in its payload. Its batch's counters change in the same
-//! atomic step that settles it: the acknowledgement of a finished job is `batch_ack.lua` (the `LREM`
-//! and the count in one script, counted only if the `LREM` took the job, so an ack written twice
-//! after a broken connection counts once), and a failure runs `batch_fail.lua` as the prelude of
-//! `fail.lua` (one script). When a count completes a transition, the same script pushes the batch's
-//! callback job (`JobQueue::Batch::Callback`, its jid derived from bid and event) onto the batch's
-//! callback queue, guarded by `HSETNX <event>_at`, so a callback is pushed exactly once; the callback
-//! job's own acknowledgement marks `<event>_done`, which is what lets `success` follow `complete`
-//! and a parent batch follow its children. A `kill -9` at any moment leaves either the old state
-//! (the job runs again and is counted then) or the new one, never half.
+//! A job joins a batch by carrying `"bid"` in its payload. Its batch's counters change with the
+//! step that settles it: the acknowledgement of a finished job is a `MULTI` of the `LREM` and an
+//! `LPUSH` of a marker (`s<n>:<bid><jid>`) onto `jq:batch-checks`, and the servers' checker
+//! ([`checker`], `batch_check.lua`) counts the markers in bulk, once per jid (a set of the batch's
+//! done jids), so an ack written twice after a broken connection counts once; a failure runs
+//! `batch_fail.lua` as the prelude of `fail.lua` (one script). When a count completes a
+//! transition, the script pushes the batch's callback job (`JobQueue::Batch::Callback`, its jid
+//! derived from bid and event) onto the batch's callback queue, guarded by `HSETNX <event>_at`, so
+//! a callback is pushed exactly once; the callback job's own acknowledgement leaves a `d` marker
+//! that marks `<event>_done`, which is what lets `success` follow `complete` and a parent batch
+//! follow its children. A `kill -9` at any moment leaves either the old state (the job runs again
+//! and is counted then) or the new one, never half.
 //!
 //! The rooms: [`member`] (is this job in a batch? one pass over its top-level keys), [`settle`]
 //! (the ack packet and the failure prelude), [`push`] (pushes counted in the same `MULTI`),

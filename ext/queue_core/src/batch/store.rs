@@ -61,8 +61,20 @@ pub struct Stored {
     pub dead: HashMap<String, String>,
 }
 
-/// Reads batch `bid`; `None` when it does not exist (never did, or expired).
+/// How many checker steps a status read runs at most before reading (see [`status`]).
+const STATUS_CHECKS: usize = 50;
+
+/// Reads batch `bid`; `None` when it does not exist (never did, or expired). The acks' markers not
+/// yet counted by a checker are counted first (the checker's own step, any batch's), so `pending`
+/// is exact when read, not behind by the checker's delay; a checks list refilled faster than it
+/// drains is left after [`STATUS_CHECKS`] steps.
 pub fn status(conn: &mut SyncConn, bid: &str) -> Result<Option<Stored>> {
+    for _ in 0..STATUS_CHECKS {
+        let taken: i64 = conn.script(&super::checker::invocation(conn.keys()))?;
+        if taken < super::checker::PER_CALL {
+            break;
+        }
+    }
     let key = conn.keys().batch(bid);
     let mut pipe = redis::pipe();
     pipe.cmd("HGETALL").arg(&key);

@@ -2,7 +2,7 @@
 //!
 //! Not shared between threads, and never a thread hop: every call runs on the caller's thread (with
 //! the GVL released by the binding when it may block). A job's life here:
-//! 1. taken in a batch (`fetch.lua`), sized by [`Pace`] to about two milliseconds of work;
+//! 1. taken in a batch (`fetch.lua`), sized by [`Pace`] to about fifty milliseconds of work;
 //! 2. started — from the buffer without any I/O, unless the batch has aged and a higher queue must be
 //!    looked at first (then its unstarted jobs may be handed back);
 //! 3. acknowledged the moment it finishes: an unreplied `LREM` written to the socket ([`Fetcher::done`])
@@ -120,7 +120,7 @@ impl Fetcher {
         shared.register(slot.clone());
         let tally = shared.metrics.tally();
         Ok(Fetcher {
-            pace: Pace::new(shared.order.len(), shared.max_batch),
+            pace: Pace::plain(shared.order.len(), shared.max_batch),
             shared,
             slot,
             working,
@@ -311,14 +311,25 @@ impl Fetcher {
     /// Releases, now and in one script call, the keys of `first` (the running job's, when its class
     /// was just learnt) and of the buffered jobs whose class releases its key as a job starts
     /// (`early`) and whose keys have not gone out yet. Called when a batch arrives and when a class
-    /// is learnt. Those jobs start within the batch's ~2 ms of work; one that a sibling steals, or
-    /// that a higher queue's look-up hands back, has merely had its key released early: a duplicate
-    /// pushed meanwhile runs once more, never once less.
+    /// is learnt. Only the jobs at the front of the buffer that make about 2 ms of work
+    /// ([`Pace::early_window`]; a batch may hold ~20 ms): the others release their key as they
+    /// start, one write each. So a key goes out at most ~2 ms before its job starts; one that a
+    /// sibling steals, or that a higher queue's look-up hands back, has merely had its key released
+    /// early: a duplicate pushed meanwhile runs once more, never once less.
     fn release_buffered_early(&mut self, first: Option<Release>) {
         let mut releases: Vec<Release> = first.into_iter().collect();
         if !self.early.is_empty() {
             let mut slot = lock(&self.slot);
-            for unit in slot.buffer.iter_mut().filter(|u| !u.key_released) {
+            let window = slot
+                .buffer
+                .front()
+                .map_or(0, |u| self.pace.early_window(u.index));
+            for unit in slot
+                .buffer
+                .iter_mut()
+                .take(window)
+                .filter(|u| !u.key_released)
+            {
                 let Some((key, jid, class)) = dedup::plain_holder(&unit.raw) else {
                     continue;
                 };
@@ -371,8 +382,10 @@ impl Fetcher {
             if until_executed {
                 self.release = Some(release);
             } else if !released {
-                // A class learnt now: the rest of its buffered jobs go out in the same call.
-                if class.is_some_and(|class| self.early.insert(class)) {
+                // A class learnt now, or a job of a known one that was beyond the last early
+                // window: the buffered jobs of the next window go out in the same call.
+                if let Some(class) = class {
+                    self.early.insert(class);
                     self.release_buffered_early(Some(release));
                 } else {
                     let packet = dedup::unreplied(&dedup::start_command(&[release]));

@@ -9,12 +9,15 @@
 //! next round trip (`tcp_socket`). [`BlockingConn`] drives any async engine operation on a
 //! current-thread runtime, for the rest (reads such as `stats`).
 
+use std::sync::Arc;
+
 use redis::{ConnectionLike, FromRedisValue};
 
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 
 use super::busy_poll::{BusyPoll, PollCounts};
+use super::combining::Combiner;
 use super::connection::{Conn, Redis};
 use super::reply_mode::{self, Replies, SwitchOn};
 use super::tcp_socket::TcpSocket;
@@ -40,6 +43,9 @@ pub struct SyncConn {
     /// [`Redis::generation`] when `conn` was dialled.
     generation: u64,
     pid: u32,
+    /// A client thread's handle on its process's shared connection (`combining`): then every call
+    /// goes there, and `conn` stays unused.
+    shared: Option<Arc<Combiner>>,
 }
 
 impl SyncConn {
@@ -53,6 +59,16 @@ impl SyncConn {
             replies: Replies::On,
             generation: 0,
             pid: std::process::id(),
+            shared: None,
+        }
+    }
+
+    /// A client thread's handle on the connection its process's client threads share (`combining`):
+    /// calls made at the same time from several threads go out in one write.
+    pub fn combined(redis: &Redis) -> SyncConn {
+        SyncConn {
+            shared: Some(redis.combiner()),
+            ..SyncConn::new(redis)
         }
     }
 
@@ -77,8 +93,16 @@ impl SyncConn {
 
     /// What this connection's polling has done, if it polls and has found its socket.
     pub fn poll_counts(&self) -> Option<PollCounts> {
+        if let Some(shared) = &self.shared {
+            return shared.poll_counts();
+        }
         self.socket.as_ref()?;
         self.poll.as_ref().map(BusyPoll::counts)
+    }
+
+    /// What the shared connection has done, if this is a handle on one (`combining`).
+    pub fn combine_counts(&self) -> Option<super::combining::CombineCounts> {
+        self.shared.as_ref().map(|shared| shared.counts())
     }
 
     /// The process that made this connection; a forked child must make its own.
@@ -151,11 +175,82 @@ impl SyncConn {
         self.conn = None;
     }
 
+    /// Drops the connection, to be dialled again by the next call (`combining`, after a reply that
+    /// said the server is no longer the master).
+    pub(super) fn reset(&mut self) {
+        self.drop_conn();
+    }
+
+    /// For `combining`: writes `packed`, commands whose replies are all wanted, and reads `count`
+    /// replies. An error is a dial's (nothing written); otherwise the replies read, and the failure
+    /// that stopped the reading early, if one did (the connection is then dropped).
+    /// `poll`: whether to poll for the replies (`busy_poll`) if this connection polls at all.
+    pub(super) fn exchange(
+        &mut self,
+        packed: &[u8],
+        count: usize,
+        poll: bool,
+    ) -> Result<(Vec<redis::Value>, Option<redis::RedisError>)> {
+        self.open()?;
+        let conn = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| Error::connection("not connected"))?;
+        let mut switching = SwitchOn::new(conn, self.replies);
+        let mut wait = (self.poll.as_mut().filter(|_| poll))
+            .zip(self.socket.as_ref())
+            .map(|(poll, socket)| move || poll.wait(socket));
+        if let Some(wait) = wait.as_mut() {
+            switching = switching.before_reading(wait);
+        }
+        let (values, broken) = switching.exchange(packed, count);
+        self.replies = switching.mode();
+        if broken.is_some() {
+            self.drop_conn();
+        }
+        Ok((values, broken))
+    }
+
+    /// For `combining`'s pipelined flights: writes `packed`, commands whose replies are all wanted,
+    /// for [`SyncConn::receive`] to read later. The outer error is a dial's (nothing written); the
+    /// inner one a write's that failed (the connection is dropped, the commands perhaps sent).
+    pub(super) fn send_all(&mut self, packed: &[u8]) -> Result<Option<redis::RedisError>> {
+        self.open()?;
+        let conn = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| Error::connection("not connected"))?;
+        let mut switching = SwitchOn::new(conn, self.replies);
+        let sent = switching.send_all(packed);
+        self.replies = switching.mode();
+        Ok(sent.err().inspect(|_| self.drop_conn()))
+    }
+
+    /// Reads `count` replies to what [`SyncConn::send_all`] wrote: those read, and the failure that
+    /// stopped the reading early, if one did (the connection is then dropped).
+    pub(super) fn receive(
+        &mut self,
+        count: usize,
+    ) -> (Vec<redis::Value>, Option<redis::RedisError>) {
+        let Some(conn) = self.conn.as_mut() else {
+            let gone = redis::RedisError::from((redis::ErrorKind::Io, "not connected"));
+            return (Vec::new(), Some(gone));
+        };
+        let (values, broken) = SwitchOn::new(conn, self.replies).receive(count);
+        if broken.is_some() {
+            self.drop_conn();
+        }
+        (values, broken)
+    }
+
     /// One round trip (or a few), with replies switched back on first if they are off.
     fn run<T>(
         &mut self,
         op: impl FnOnce(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
     ) -> Result<T> {
+        if let Some(shared) = &self.shared {
+            return shared.run(&self.redis, op);
+        }
         self.open()?;
         let conn = self
             .conn

@@ -122,6 +122,8 @@ struct RedisInner {
     tls_answers: AtomicBool,
     /// What the server answered `AUTH` with, asked once after it refused the password.
     auth_reply: OnceLock<Option<String>>,
+    /// The connection this process's client threads share (`combining`).
+    combiner: super::combining::Registry,
 }
 
 impl std::fmt::Debug for Redis {
@@ -178,6 +180,7 @@ impl Redis {
                 config,
                 tls_answers: AtomicBool::new(false),
                 auth_reply: OnceLock::new(),
+                combiner: Default::default(),
             }),
         })
     }
@@ -237,6 +240,11 @@ impl Redis {
 
     /// How many times the master has moved since this process started watching (always 0 without
     /// sentinels): a connection dialled under an older generation dials again before its next call.
+    /// The connection this process's client threads share (`combining`), made on first use.
+    pub(crate) fn combiner(&self) -> std::sync::Arc<super::combining::Combiner> {
+        self.inner.combiner.get(self)
+    }
+
     pub fn generation(&self) -> u64 {
         self.inner
             .sentinels

@@ -10,6 +10,8 @@
 //! - [`blocking`]: synchronous access on the caller's own thread — [`blocking::SyncConn`], one
 //!   plain connection per Ruby thread or fetcher, and [`blocking::BlockingConn`], which drives an
 //!   async operation on a current-thread runtime;
+//! - [`combining`]: the connection a process's client threads share, their concurrent calls
+//!   coalesced into one write (automatic pipelining);
 //! - [`busy_poll`]: a client call polls its socket for the reply for a moment before it sleeps;
 //! - `tcp_socket`: the socket under a synchronous TCP connection — unreplied writes held in the
 //!   kernel until the next round trip (`MSG_MORE`), and the non-blocking look for a reply that
@@ -43,6 +45,7 @@
 
 pub mod blocking;
 pub mod busy_poll;
+pub mod combining;
 pub mod connect_error;
 pub mod connection;
 pub mod reply_mode;

@@ -93,6 +93,39 @@ impl<'a> SwitchOn<'a> {
         Ok(())
     }
 
+    /// Writes `packed` and reads `count` replies, each as it is (a server error as a value): the
+    /// replies read, and the failure that stopped it early if one did (the connection is then out
+    /// of step and must not be used again). For a combined write (`combining`).
+    pub fn exchange(&mut self, packed: &[u8], count: usize) -> (Vec<Value>, Option<RedisError>) {
+        if let Err(e) = self.send_all(packed) {
+            return (Vec::new(), Some(e));
+        }
+        self.receive(count)
+    }
+
+    /// Writes `packed`, commands whose replies are all wanted, switching replies on first if they
+    /// are off; their replies are read by [`SwitchOn::receive`] (`combining`'s pipelined flights).
+    pub fn send_all(&mut self, packed: &[u8]) -> RedisResult<()> {
+        match self.switch_on_with(packed) {
+            Ok(true) => Ok(()),
+            Ok(false) => self.send(packed),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads `count` replies, each as it is: those read, and the failure that stopped it early if
+    /// one did (the connection is then out of step and must not be used again).
+    pub fn receive(&mut self, count: usize) -> (Vec<Value>, Option<RedisError>) {
+        let mut values = Vec::with_capacity(count);
+        while values.len() < count {
+            match self.recv_reply() {
+                Ok(value) => values.push(value),
+                Err(e) => return (values, Some(e)),
+            }
+        }
+        (values, None)
+    }
+
     fn recv_reply(&mut self) -> RedisResult<Value> {
         loop {
             match self.conn.recv_response()? {

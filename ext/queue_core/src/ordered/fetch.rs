@@ -3,7 +3,7 @@
 //! `processing:*` keys, returning `{id => payloads sorted by score}` with each id's retry count.
 //!
 //! **Prefetch.** A fetch may take several batches' worth of ids of its shard (`with_prefetch`), sized
-//! by the same [`Pace`] as plain fetches: about [`crate::fetch::pace::BATCH_BUDGET`] of work, from the
+//! by a [`Pace`] as plain fetches are: about [`crate::fetch::pace::BATCH_BUDGET`] of work, from the
 //! measured time between a fetch and the settle of what it took. The caller runs them `batch_size`
 //! at a time and settles them together with the next fetch, so blank ids at batch 1 cost one round
 //! trip per twenty, not one each; a slow worker is fetched a batch at a time, as before. The ids in

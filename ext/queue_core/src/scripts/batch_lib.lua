@@ -1,5 +1,6 @@
 -- Batches (batch/mod.rs): the transitions, shared by every batch script. Keys are built from the
--- namespace: <ns>jq:batch:<bid> (hash), <bid>:failed and <bid>:dead (hashes by jid).
+-- namespace: <ns>jq:batch:<bid> (hash), <bid>:failed and <bid>:dead (hashes by jid), <bid>:done (set
+-- of the jids counted as succeeded).
 -- `unsettled` is pending less failures (jobs that failed and have not succeeded since).
 -- A batch fires an event once: HSETNX <event>_at guards the push of its callback job, HSETNX
 -- <event>_done the moment its callbacks have run (a batch without callbacks for it is done at once).
@@ -16,6 +17,9 @@ local function bdone(ns, bid, k, ev, now)
       redis.call('EXPIRE', k, ttl)
       redis.call('EXPIRE', k .. ':failed', ttl)
       redis.call('EXPIRE', k .. ':dead', ttl)
+      -- Done jids only guard against a late duplicate ack (a resend, or a job requeued from a
+      -- server taken for dead while it still ran it): a day after success is enough.
+      redis.call('EXPIRE', k .. ':done', math.min(ttl, 86400))
     end
   end
   if parent then
@@ -51,15 +55,30 @@ bcheck = function(ns, bid, now)
     bfire(ns, bid, k, 'success', now)
   end
 end
--- A job of the batch succeeded (or was skipped): it is no longer pending nor failed.
-local function bsucceeded(ns, bid, jid, now)
+-- Jobs of the batch succeeded (or were skipped): each is no longer pending nor failed. Counted once
+-- per jid (SADD to <bid>:done), so an ack written twice counts once. `plain` jobs never failed (no
+-- retry_count: they cannot be in :failed), so they are counted in bulk; `retried` ones one by one.
+local function bsucceeded_many(ns, bid, plain, retried, now)
   local k = bkey(ns, bid)
-  if redis.call('EXISTS', k) == 0 then return end
-  redis.call('HINCRBY', k, 'pending', -1)
-  if redis.call('HDEL', k .. ':failed', jid) == 0 then redis.call('HINCRBY', k, 'unsettled', -1) end
-  redis.call('HDEL', k .. ':dead', jid)
+  if redis.call('EXISTS', k) == 0 then return end -- its data expired: nothing left to count
+  local done = k .. ':done'
+  local gone, unsettled = 0, 0
+  for i = 1, #plain, 1000 do
+    local n = redis.call('SADD', done, unpack(plain, i, math.min(i + 999, #plain)))
+    gone, unsettled = gone + n, unsettled + n
+  end
+  for _, jid in ipairs(retried) do
+    if redis.call('SADD', done, jid) == 1 then
+      gone = gone + 1
+      if redis.call('HDEL', k .. ':failed', jid) == 0 then unsettled = unsettled + 1 end
+      redis.call('HDEL', k .. ':dead', jid)
+    end
+  end
+  if gone > 0 then redis.call('HINCRBY', k, 'pending', -gone) end
+  if unsettled > 0 then redis.call('HINCRBY', k, 'unsettled', -unsettled) end
   bcheck(ns, bid, now)
 end
+local function bsucceeded(ns, bid, jid, now) bsucceeded_many(ns, bid, {}, {jid}, now) end
 -- A callback job ran: `tag` is '<event>:<bid>'.
 local function bcallback_ran(ns, tag, now)
   local ev, bid = string.match(tag, '^(%a+):(.+)$')

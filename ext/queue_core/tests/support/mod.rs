@@ -168,6 +168,7 @@ pub fn server_config(identity: &str, queues: &[(&str, u32)]) -> ServerConfig {
         gitlab_fetch_scan: None,
         sidekiq_metrics: None,
         capsules: Vec::new(),
+        malloc_arena_max: None,
     }
 }
 
