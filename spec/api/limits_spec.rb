@@ -68,7 +68,7 @@ RSpec.describe "concurrency and rate limits" do
   end
 
   it "leases a wide limit's slots to processes and stays exact: never more than 16 of 20 threads, slots back when idle" do
-    servers = 2.times.map { start_server(app: "limits.rb", args: ["-c", "10", "-q", "wide"]) }
+    servers = running_servers(2, "wide")
     leased = 0
     WideWorker.perform_bulk((1..600).map { |n| [n] })
     wait_until("all 600 to run", timeout: 60) do
