@@ -6,8 +6,8 @@
 #   other  another worker has a concurrency and a rate limit (the blank job has none): the cost of
 #          limits configured in the app for the workers without any (the design target: nothing);
 #   own    the blank job itself has a concurrency limit of 1,000 and a rate limit of 10^9 a second,
-#          neither binding: the cost of the check, one script call per job start plus the slot's
-#          release.
+#          neither binding: the cost of the check, mostly slots and tokens taken in memory from the
+#          process's leases (queue_core limits/lease.rs), a script call now and then to renew them.
 require_relative "queue_config"
 require_relative "blank_counter"
 

@@ -64,14 +64,20 @@ module JobQueue
       # it back on its queue). Any other error (a lambda that raised, Redis refusing the script)
       # propagates: the processor files the job as failed with it.
       def held_back?(fetcher, klass, spec, job, config)
-        args = job["args"]
         name = klass.name
         conc = spec.concurrency
         rate = spec.rate
+        # Per job, so kept to a few calls: an unkeyed limit's key is the class name, a constant limit
+        # (checked at declaration) is itself.
+        ckey = conc && (conc.key ? key_for(name, conc.key, job["args"]) : name)
+        cap = conc ? ((limit = conc.limit).is_a?(Integer) ? limit : conc.current(klass)) : 0
+        rkey = rate && (rate.key ? key_for(name, rate.key, job["args"]) : name)
+        # Covered by the slots and tokens this process leased: taken in memory, no Redis call.
+        return false if fetcher.limit_leased(ckey, cap, rkey)
+
         outcome = fetcher.limit(
-          name, job["jid"].to_s,
-          conc && key_for(name, conc.key, args), conc ? conc.current(klass) : 0,
-          rate && key_for(name, rate.key, args), rate ? rate.kind.to_s : "", rate ? rate.count : 0, rate ? rate.per.to_f : 0.0
+          name, job["jid"].to_s, ckey, cap,
+          rkey, rate ? rate.kind.name : "", rate ? rate.count : 0, rate ? rate.per.to_f : 0.0
         )
         !outcome.nil?
       rescue ConnectionError => e

@@ -67,6 +67,30 @@ RSpec.describe "concurrency and rate limits" do
     expect(servers.map { |s| s.stop.exitstatus }).to eq([0, 0])
   end
 
+  it "leases a wide limit's slots to processes and stays exact: never more than 16 of 20 threads, slots back when idle" do
+    servers = running_servers(2, "wide")
+    leased = 0
+    WideWorker.perform_bulk((1..600).map { |n| [n] })
+    wait_until("all 600 to run", timeout: 60) do
+      leased = [leased, redis.hkeys("jq:limit:run:WideWorker").count { |f| f.start_with?("L:") }].max
+      started("wide").size == 600 && redis.llen("queue:wide").zero?
+    end
+    # Leases go back once the class is idle here (the keeper, within a fraction of a second).
+    begin
+      wait_until("the slots to go back", timeout: 10) { drained?("wide") && redis.hlen("jq:limit:run:WideWorker").zero? }
+    rescue RSpec::Expectations::ExpectationNotMetError
+      warn "left: #{[redis.hgetall("jq:limit:run:WideWorker"), redis.hgetall("jq:limits:running"), redis.hgetall("jq:limits:deferred")].inspect}"
+      raise
+    end
+    warn format("concurrency limit 16, leased: peak %d running, up to %d slots seen leased", peak("wide"), leased)
+    expect(peak("wide")).to be <= 16
+    expect(leased).to be > 0
+    expect(started("wide").map { |r| r["n"] }.sort).to eq((1..600).to_a)
+    expect(redis.keys("jq:limit:held:*").map { |k| redis.scard(k) }.sum).to eq(0)
+    expect(redis.zcard("retry") + redis.zcard("dead")).to eq(0)
+    expect(servers.map { |s| s.stop.exitstatus }).to eq([0, 0])
+  end
+
   it "holds jobs at concurrency_limit 0 and resumes them in exactly their arrival order when the lambda's limit rises" do
     redis.set("limits:gate", "0")
     server = start_server(app: "limits.rb", args: ["-c", "1", "-q", "gated"])

@@ -48,6 +48,17 @@ class PerAccountWorker
   def perform(account, n) = LimitsApp.counted("account:#{account}", {"account" => account, "n" => n}, 0.02)
 end
 
+# A limit wide enough for processes to lease slots (queue_core limits/lease.rs), still below the
+# threads of two processes, with a rate limit that leases tokens too.
+class WideWorker
+  include JobQueue::Worker
+  sidekiq_options queue: "wide"
+  concurrency_limit 16
+  rate_limit 100_000, per: 1
+
+  def perform(n) = LimitsApp.counted("wide", {"n" => n}, 0.002)
+end
+
 # Its limit is read from Redis (a lambda, as GitLab's feature-flagged limits are): 0 holds its jobs.
 class GatedWorker
   include JobQueue::Worker

@@ -248,6 +248,7 @@ impl Keys {
 
     /// HASH jid → owner for one limit's slots: the identity of the process running the job, or
     /// `r:<ms>` for a deferred job resumed (pushed back to its queue) with a slot reserved for it.
+    /// Also `L:<identity>:<n>` → identity: a slot the process leased (`limits/lease.rs`).
     pub fn limit_run(&self, lkey: &str) -> String {
         self.key(&format!("jq:limit:run:{lkey}"))
     }
@@ -257,7 +258,8 @@ impl Keys {
         self.key(&format!("jq:limit:wait:{lkey}"))
     }
 
-    /// SET of `<jid> <lkey>`: the slots one process holds, released when it is recovered.
+    /// SET of `<jid> <lkey>` (or `<L:… field> <lkey>` for a leased slot): the slots one process
+    /// holds, released when it is recovered.
     pub fn limit_held(&self, identity: &str) -> String {
         self.key(&format!("jq:limit:held:{identity}"))
     }
@@ -265,6 +267,12 @@ impl Keys {
     /// ZSET (window: start times) or HASH (bucket: `tokens`, `at`) of one rate limit.
     pub fn limit_rate(&self, rkey: &str) -> String {
         self.key(&format!("jq:limit:rate:{rkey}"))
+    }
+
+    /// STRING: the extra weight of a rate window's leased tokens (`limits/lease.rs`): the sum of
+    /// `n - 1` over its `#<n>#…` members.
+    pub fn limit_rate_leased(&self, rkey: &str) -> String {
+        self.key(&format!("jq:limit:rate:{rkey}:leased"))
     }
 
     // ---- gitlab-sidekiq-fetcher 0.8's keys (WIRE.md §6), read by `gitlab_fetch.rs` ----------

@@ -164,6 +164,11 @@ impl Server {
         for capsule in &all {
             tasks.push(rt.spawn(pause::watch(redis.conn(), capsule.clone(), stop_rx.clone())));
         }
+        tasks.push(rt.spawn(limits::lease::keep(
+            redis.conn(),
+            all.to_vec(),
+            stop_rx.clone(),
+        )));
         tasks.push(rt.spawn(crate::batch::checker::run(
             redis.blocking_conn(),
             redis.conn(),

@@ -274,3 +274,165 @@ fn over_a_rate_limit_a_job_books_a_later_start_and_goes_to_schedule_unchanged() 
     assert_eq!(bucket[..2], [Outcome::Run, Outcome::Run]);
     assert!(matches!(bucket[2], Outcome::Scheduled(_)), "{bucket:?}");
 }
+
+fn capped(n: usize, cap: u64) -> Request {
+    Request {
+        class: "Wide".into(),
+        jid: jid(n),
+        concurrency: Some(("Wide".into(), cap)),
+        rate: None,
+    }
+}
+
+fn leased_fields(c: &mut redis::Connection, lkey: &str) -> Vec<String> {
+    hgetall(c, &format!("jq:limit:run:{lkey}"))
+        .into_iter()
+        .filter(|(f, _)| f.starts_with("L:"))
+        .map(|(f, _)| f)
+        .collect()
+}
+
+#[test]
+fn a_wide_limit_leases_slots_the_next_jobs_take_in_memory_and_gives_them_back_when_jobs_wait() {
+    let r = TestRedis::start();
+    let redis = r.redis();
+    let mut c = r.conn();
+    let (_server, mut fetcher) = one_thread(&redis);
+    let (_s2, mut other) = {
+        let mut config = server_config("host:125:abcdefabcdef", &[("b", 1)]);
+        config.concurrency = 1;
+        config.max_batch = 1;
+        let server = Server::start(redis.clone(), config).expect("server");
+        let fetcher = server.fetcher("t1").expect("fetcher");
+        (server, fetcher)
+    };
+    let mut bc = BlockingConn::new(&redis).expect("blocking connection");
+    let jobs = vec![job("b", 3)];
+    bc.run(async |c| client::push(c, "b", &jobs).await)
+        .expect("push");
+    push(&redis, &[job("default", 1), job("default", 2)]);
+    take(&mut fetcher, 1);
+    assert_eq!(
+        fetcher.limit(&capped(1, 16)).expect("acquire"),
+        Outcome::Run
+    );
+    // Its own slot and a lease of one (the process has one thread).
+    assert_eq!(leased_fields(&mut c, "Wide").len(), 1);
+    assert_eq!(hgetall(&mut c, "jq:limit:run:Wide").len(), 2);
+    assert_eq!(
+        hget(&mut c, "jq:limits:running", "Wide").as_deref(),
+        Some("2")
+    );
+    fetcher.done();
+    take(&mut fetcher, 2);
+    // The check takes a slot with HSET; the keeper's look (nothing waits) does not.
+    let hsets = command_calls(&mut c, "hset");
+    assert_eq!(
+        fetcher.limit(&capped(2, 16)).expect("acquire"),
+        Outcome::Run
+    );
+    fetcher.done();
+    assert_eq!(command_calls(&mut c, "hset"), hsets, "taken in memory");
+    assert_eq!(
+        hgetall(&mut c, "jq:limit:run:Wide").len(),
+        1,
+        "the lease only"
+    );
+
+    // Another process finds the limit full (15 slots held elsewhere): its job is deferred, and the
+    // keeper gives the unused leased slot back, which resumes that job.
+    let fill: Vec<(String, String)> = (0..15)
+        .map(|i| (format!("x{i}"), "else".to_owned()))
+        .collect();
+    let _: () = redis::cmd("HSET")
+        .arg("jq:limit:run:Wide")
+        .arg(&fill)
+        .query(&mut c)
+        .expect("hset");
+    other.next(WAIT).expect("fetch").expect("a job");
+    assert_eq!(
+        other.limit(&capped(3, 16)).expect("acquire"),
+        Outcome::Deferred
+    );
+    wait_for("the leased slot to go back and job 3 to resume", || {
+        leased_fields(&mut c, "Wide").is_empty() && llen(&mut c, "queue:b") == 1
+    });
+    let owner = hget(&mut c, "jq:limit:run:Wide", &jid(3)).expect("reserved");
+    assert!(owner.starts_with("r:"), "{owner}");
+    assert_eq!(hgetall(&mut c, "jq:limit:run:Wide").len(), 16);
+}
+
+#[test]
+fn a_dead_process_leased_slots_are_freed_with_its_recovery() {
+    let r = TestRedis::start();
+    let redis = r.redis();
+    let mut c = r.conn();
+    let (_server, mut fetcher) = one_thread(&redis);
+    push(&redis, &[job("default", 1)]);
+    take(&mut fetcher, 1);
+    assert_eq!(
+        fetcher.limit(&capped(1, 100)).expect("acquire"),
+        Outcome::Run
+    );
+    assert_eq!(leased_fields(&mut c, "Wide").len(), 1);
+    let mut bc = BlockingConn::new(&redis).expect("blocking connection");
+    let handed = bc
+        .run(async |c| limits::recover(c, IDENTITY).await)
+        .expect("recover");
+    assert_eq!(handed, 2);
+    assert!(leased_fields(&mut c, "Wide").is_empty());
+    assert_eq!(
+        hgetall(&mut c, "jq:limit:run:Wide").len(),
+        1,
+        "the job's reservation"
+    );
+    assert_eq!(
+        hget(&mut c, "jq:limits:running", "Wide").as_deref(),
+        Some("1")
+    );
+}
+
+#[test]
+fn leased_rate_tokens_keep_the_limit_exact() {
+    for kind in [RateKind::Window, RateKind::Bucket] {
+        let r = TestRedis::start();
+        let redis = r.redis();
+        let mut c = r.conn();
+        let (_server, mut fetcher) = one_thread(&redis);
+        let jobs: Vec<Vec<u8>> = (1..=130).map(|n| job("default", n)).collect();
+        push(&redis, &jobs);
+        let scripts = command_calls(&mut c, "evalsha");
+        let mut ran = 0;
+        for n in 1..=130 {
+            take(&mut fetcher, n);
+            let req = Request {
+                class: "Rated".into(),
+                jid: jid(n),
+                concurrency: None,
+                rate: Some(Rate {
+                    key: "Rated".into(),
+                    kind,
+                    count: 100,
+                    per: 60.0,
+                }),
+            };
+            match fetcher.limit(&req).expect("acquire") {
+                Outcome::Run => {
+                    ran += 1;
+                    fetcher.done();
+                }
+                Outcome::Scheduled(_) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        // 130 fetches, and the checks that were not covered by a lease.
+        let checks = command_calls(&mut c, "evalsha") - scripts - 130;
+        assert!((80..=100).contains(&ran), "{kind:?}: {ran} ran");
+        assert!(checks < 100, "{kind:?}: {checks} checks for 130 jobs");
+        assert_eq!(zrange_scores(&mut c, "schedule").len(), 130 - ran);
+        if kind == RateKind::Window {
+            let members = zrange_scores(&mut c, "jq:limit:rate:Rated");
+            assert!(members.iter().any(|(m, _)| m.starts_with(b"#")));
+        }
+    }
+}

@@ -12,7 +12,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use magnus::{prelude::*, Error, Integer, RArray, RHash, Ruby, Symbol, Value};
+use magnus::{prelude::*, Error, Integer, RArray, RHash, RString, Ruby, Symbol, Value};
 use queue_core::dedup::Release;
 use queue_core::fetch;
 use queue_core::limits::{self, Outcome, Rate, RateKind};
@@ -168,7 +168,8 @@ impl Fetcher {
     }
 
     /// `limit(class, jid, concurrency_key, limit, rate_key, kind, count, per)`: checks the running
-    /// job's limits before it starts (one round trip, GVL released). `concurrency_key` is nil for no
+    /// job's limits before it starts: in memory from the process's leases, or one round trip (GVL
+    /// released). `concurrency_key` is nil for no
     /// concurrency limit, `rate_key` nil for no rate limit; each is the worker class or
     /// `Class[key]`. Returns nil (run it), `:deferred`, `:gone`, or the Float time it was scheduled
     /// for.
@@ -209,6 +210,31 @@ impl Fetcher {
             Outcome::Gone => ruby.to_symbol("gone").as_value(),
             Outcome::Scheduled(at) => ruby.float_from_f64(at).as_value(),
         })
+    }
+
+    /// `limit_leased(concurrency_key, limit, rate_key)`: true when the running job's limits are
+    /// covered by what the process leased (queue_core::limits::lease), taken in memory: it may run,
+    /// with no Redis call and the GVL held. False: ask [`Fetcher::limit`]. Keys as for `limit`.
+    fn limit_leased(
+        &self,
+        concurrency_key: Option<RString>,
+        limit: u64,
+        rate_key: Option<RString>,
+    ) -> Result<bool, Error> {
+        let Ok(mut fetcher) = self.inner.try_lock() else {
+            return Ok(false);
+        };
+        // SAFETY: the strings are the caller's arguments, alive and unchanged for this call, and
+        // no Ruby code runs while they are borrowed.
+        let conc = match &concurrency_key {
+            Some(s) => Some((unsafe { s.as_str() }?, limit)),
+            None => None,
+        };
+        let rkey = match &rate_key {
+            Some(s) => Some(unsafe { s.as_str() }?),
+            None => None,
+        };
+        Ok(fetcher.limit_leased_keys(conc, rkey).is_some())
     }
 
     fn bury(&self) -> Result<(), Error> {
@@ -260,6 +286,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.define_method("bury", magnus::method!(Fetcher::bury, 0))?;
     class.define_method("dedup", magnus::method!(Fetcher::dedup, 6))?;
     class.define_method("limit", magnus::method!(Fetcher::limit, 8))?;
+    class.define_method("limit_leased", magnus::method!(Fetcher::limit_leased, 3))?;
     class.define_method("close", magnus::method!(Fetcher::close, 0))?;
     Ok(())
 }

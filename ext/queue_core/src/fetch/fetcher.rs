@@ -417,14 +417,31 @@ impl Fetcher {
     /// counted, not timed. If Redis cannot be reached the job goes back to its queue with the next
     /// successful round trip, unrun; any other error leaves it running, to be filed as failed.
     pub fn limit(&mut self, req: &limits::Request) -> Result<Outcome> {
+        if let Some(outcome) = self.limit_leased(req) {
+            return Ok(outcome);
+        }
         let Some(unit) = lock(&self.slot).current.as_ref().map(|(u, _)| u.clone()) else {
             return Err(Error::InvalidArgument("no job is running".to_owned()));
         };
-        let inv =
-            limits::acquire_invocation(self.shared.redis.keys(), &self.shared.identity, &unit, req);
-        let outcome = self
-            .round_trip(|c| c.script::<Vec<String>>(&inv))
-            .and_then(limits::outcome);
+        let leases = &self.shared.leases;
+        let ask = leases.ask(req, self.shared.concurrency);
+        let inv = limits::acquire_invocation(
+            self.shared.redis.keys(),
+            &self.shared.identity,
+            &unit,
+            req,
+            &ask,
+        );
+        let asked = Instant::now();
+        let reply = self.round_trip(|c| c.script::<Vec<String>>(&inv));
+        let outcome = reply.and_then(limits::outcome_granted).map(|(o, granted)| {
+            if o == Outcome::Run {
+                let leases = &self.shared.leases;
+                let identity = &self.shared.identity;
+                leases.granted(req, identity, &ask, granted.slots, granted.tokens, asked);
+            }
+            o
+        });
         match &outcome {
             Ok(Outcome::Run) => {
                 // Timed from here: the pace sizes batches by the jobs' own work, not the check.
@@ -432,9 +449,13 @@ impl Fetcher {
                 self.limit_slot = req.concurrency.as_ref().map(|(lkey, _)| Held {
                     lkey: lkey.clone(),
                     jid: req.jid.clone(),
+                    leased: false,
                 });
             }
             Ok(held_back) => {
+                if let (Outcome::Deferred, Some((lkey, _))) = (held_back, &req.concurrency) {
+                    self.shared.leases.contended(lkey);
+                }
                 tracing::debug!(class = %req.class, jid = %req.jid, outcome = ?held_back, "job held back by its limit");
                 if let Some(started) = self.started {
                     self.lines.deferred(&unit.raw, started.elapsed());
@@ -453,6 +474,29 @@ impl Fetcher {
         outcome
     }
 
+    /// The running job's limits checked against what the process leased, in memory: `Some(Run)` if
+    /// the leases cover it (no Redis call), `None` to ask Redis. Also what the binding tries before
+    /// it releases the GVL for [`Fetcher::limit`].
+    pub fn limit_leased(&mut self, req: &limits::Request) -> Option<Outcome> {
+        let conc = req.concurrency.as_ref().map(|(k, c)| (k.as_str(), *c));
+        let rkey = req.rate.as_ref().map(|r| r.key.as_str());
+        self.limit_leased_keys(conc, rkey)
+    }
+
+    /// [`Fetcher::limit_leased`] by the limits' keys alone: the concurrency limit's key and limit,
+    /// the rate limit's key.
+    pub fn limit_leased_keys(
+        &mut self,
+        conc: Option<(&str, u64)>,
+        rkey: Option<&str>,
+    ) -> Option<Outcome> {
+        lock(&self.slot).current.as_ref()?;
+        let held = self.shared.leases.take_keys(conc, rkey)?;
+        self.started = Some(Instant::now());
+        self.limit_slot = held;
+        Some(Outcome::Run)
+    }
+
     /// The running job will not run here now: forgotten without an acknowledgement (its idempotency
     /// key, if held until executed, stays with it).
     fn let_go_unrun(&mut self) -> Option<Unit> {
@@ -465,6 +509,9 @@ impl Fetcher {
     /// once so a deferred job can take it). Nothing for a job without a concurrency limit.
     fn release_limit_slot(&mut self) {
         if let Some(held) = self.limit_slot.take() {
+            if held.leased && self.shared.leases.give(&held) {
+                return;
+            }
             let packet =
                 limits::release_packet(self.shared.redis.keys(), &self.shared.identity, &held);
             self.write_unreplied(packet, Due::Now);

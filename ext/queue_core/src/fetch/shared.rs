@@ -37,6 +37,8 @@ pub struct FetchShared {
     pub metrics: Metrics,
     /// Which of the process's queues are paused (`pause.rs`), by queue index.
     pub paused: PausedFlags,
+    /// Concurrency slots and rate tokens this capsule leased (`limits::lease`).
+    pub leases: crate::limits::Leases,
     quiet: AtomicBool,
     handoff: Mutex<VecDeque<Unit>>,
     work_ready: Condvar,
@@ -113,6 +115,7 @@ impl FetchShared {
             redis,
             metrics,
             paused: PausedFlags::new(order.len()),
+            leases: crate::limits::Leases::default(),
             identity: identity.to_owned(),
             order,
             concurrency: concurrency.max(1),

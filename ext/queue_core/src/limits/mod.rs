@@ -24,6 +24,7 @@
 
 use redis::ScriptInvocation;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::fetch::Unit;
@@ -42,6 +43,9 @@ macro_rules! with_lib {
         )
     };
 }
+
+pub mod lease;
+pub use lease::{Ask, Leases};
 
 static ACQUIRE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(with_lib!("limit_acquire.lua")));
@@ -117,7 +121,17 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     pub lkey: String,
+    /// The job's jid, or the leased slot's field (`L:<identity>:<n>`).
     pub jid: String,
+    /// A slot of the process's lease ([`lease`]): given back in memory.
+    pub leased: bool,
+}
+
+/// What `limit_acquire.lua` leased along with a job that runs: slots and rate tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Granted {
+    pub slots: u64,
+    pub tokens: u64,
 }
 
 /// The limit key of `class` for `key` (none: the class itself).
@@ -128,12 +142,13 @@ pub fn limit_key(class: &str, key: Option<&str>) -> String {
     }
 }
 
-/// The `limit_acquire.lua` call for `unit`, run by `identity`.
+/// The `limit_acquire.lua` call for `unit`, run by `identity`, asking for the leases in `ask`.
 pub fn acquire_invocation(
     keys: &Keys,
     identity: &str,
     unit: &Unit,
     req: &Request,
+    ask: &Ask,
 ) -> ScriptInvocation<'static> {
     let mut inv = ACQUIRE.prepare_invoke();
     inv.key(&unit.working)
@@ -155,13 +170,33 @@ pub fn acquire_invocation(
             .arg(r.per.to_string()),
         None => inv.arg("").arg("").arg(0).arg(0),
     };
+    inv.arg(ask.slots)
+        .arg(Leases::field_prefix(identity))
+        .arg(ask.first)
+        .arg(ask.tokens)
+        .arg(secs(lease::TOKENS_VALID))
+        .arg(format!("{identity}#{}", ask.name));
     inv
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64())
 }
 
 /// Reads `limit_acquire.lua`'s reply.
 pub fn outcome(reply: Vec<String>) -> Result<Outcome> {
-    match reply.first().map(String::as_str) {
-        Some("run") => Ok(Outcome::Run),
+    outcome_granted(reply).map(|(o, _)| o)
+}
+
+/// Reads `limit_acquire.lua`'s reply, with what it leased.
+pub fn outcome_granted(reply: Vec<String>) -> Result<(Outcome, Granted)> {
+    let n = |i: usize| reply.get(i).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let granted = Granted {
+        slots: n(1),
+        tokens: n(2),
+    };
+    let outcome = match reply.first().map(String::as_str) {
+        Some("run") => return Ok((Outcome::Run, granted)),
         Some("deferred") => Ok(Outcome::Deferred),
         Some("gone") => Ok(Outcome::Gone),
         Some("scheduled") => reply
@@ -172,7 +207,8 @@ pub fn outcome(reply: Vec<String>) -> Result<Outcome> {
         _ => Err(Error::redis(format!(
             "limit_acquire.lua answered {reply:?}"
         ))),
-    }
+    };
+    outcome.map(|o| (o, Granted::default()))
 }
 
 /// The unreplied `limit_release.lua` packet that gives `held` back.
@@ -300,6 +336,16 @@ mod tests {
     fn outcomes_are_read() {
         let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(outcome(s(&["run"])).ok(), Some(Outcome::Run));
+        assert_eq!(
+            outcome_granted(s(&["run", "4", "16"])).ok(),
+            Some((
+                Outcome::Run,
+                Granted {
+                    slots: 4,
+                    tokens: 16
+                }
+            ))
+        );
         assert_eq!(
             outcome(s(&["scheduled", "12.5"])).ok(),
             Some(Outcome::Scheduled(12.5))

@@ -18,6 +18,14 @@ end
 local function lim_cap(prefix, lkey)
   return tonumber(redis.call('HGET', prefix .. 'jq:limits', lim_class(lkey))) or 0
 end
+-- A rate window's leased tokens are one member `#<n>#<identity>#<seq>` of weight n (limits/lease.rs);
+-- a job's own start is its jid, of weight 1. `<rate key>:leased` holds the sum of (n - 1).
+local function lim_weight(member)
+  if string.byte(member, 1) == 35 then
+    return tonumber(string.match(member, '^#(%d+)#')) or 1
+  end
+  return 1
+end
 -- A deferred job: '<len>:<queue><len>:<jid><job JSON>'.
 local function lim_entry(queue, jid, job)
   return #queue .. ':' .. queue .. #jid .. ':' .. jid .. job
