@@ -196,6 +196,14 @@ module JobQueue
     # Microseconds a client call (perform_async and the rest this thread sends on its connection)
     # polls its socket for Redis's reply before sleeping until it comes: 100 by default, 0 never. Over
     # plain TCP only; it backs off by itself when Redis answers slower than that (ARCHITECTURE.md).
+    def busy_poll_us=(us)
+      raise ArgumentError, "busy_poll_us must be an Integer in #{BUSY_POLL_RANGE}, got #{us.inspect}" unless us.is_a?(Integer) && BUSY_POLL_RANGE.cover?(us)
+
+      @busy_poll_us = us
+      @engine = nil
+      @shards.reset
+    end
+
     # How many glibc malloc arenas a server process keeps (2 by default; nil: glibc's own limit,
     # 8 a core). The server sets it as it starts, before its threads allocate, unless the process was
     # started with MALLOC_ARENA_MAX, which then wins. ARCHITECTURE.md, "Memory".
@@ -205,14 +213,6 @@ module JobQueue
       end
 
       @malloc_arena_max = max
-    end
-
-    def busy_poll_us=(us)
-      raise ArgumentError, "busy_poll_us must be an Integer in #{BUSY_POLL_RANGE}, got #{us.inspect}" unless us.is_a?(Integer) && BUSY_POLL_RANGE.cover?(us)
-
-      @busy_poll_us = us
-      @engine = nil
-      @shards.reset
     end
 
     def concurrency=(n)
