@@ -268,9 +268,9 @@ impl Fetcher {
     /// Writes the acknowledgement of a finished `unit`: a bare `LREM`, or the release script when
     /// the job's idempotency key is released with its end.
     fn acknowledge(&mut self, unit: Unit) {
-        // A job of a batch (batch/): its ack counts it in the same script. Like a bare ack it only
-        // confirms this thread's work, so it may wait for the thread's next call (within a batch's
-        // ~2 ms of work).
+        // A job of a batch (batch/): its ack leaves the batch's marker in the same transaction.
+        // Like a bare ack it only confirms this thread's work, so it may wait for the thread's next
+        // call (within a batch's ~50 ms of work, or the kernel's ~200 ms hold).
         let in_batch = match crate::batch::Member::of(&unit.raw) {
             Some(member) => {
                 let packet = member.ack_packet(self.shared.redis.keys(), &unit);
@@ -312,7 +312,7 @@ impl Fetcher {
     /// was just learnt) and of the buffered jobs whose class releases its key as a job starts
     /// (`early`) and whose keys have not gone out yet. Called when a batch arrives and when a class
     /// is learnt. Only the jobs at the front of the buffer that make about 2 ms of work
-    /// ([`Pace::early_window`]; a batch may hold ~20 ms): the others release their key as they
+    /// ([`Pace::early_window`]; a batch may hold ~50 ms): the others release their key as they
     /// start, one write each. So a key goes out at most ~2 ms before its job starts; one that a
     /// sibling steals, or that a higher queue's look-up hands back, has merely had its key released
     /// early: a duplicate pushed meanwhile runs once more, never once less.
