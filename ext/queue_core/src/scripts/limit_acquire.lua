@@ -134,7 +134,7 @@ if kind ~= '' then
       end
       redis.call('HSET', rkey, 'tokens', tostring(tokens), 'at', tostring(upto))
       if tokens < 0 then
-        at = now + (-tokens) * per / count
+        at = upto + (-tokens) * per / count -- the bucket earns nothing before `upto`
         redis.call('HSET', rkey, 'b:' .. jid, tostring(at))
       end
     end
