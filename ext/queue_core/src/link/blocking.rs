@@ -64,8 +64,14 @@ impl SyncConn {
     }
 
     /// A client thread's handle on the connection its process's client threads share (`combining`):
-    /// calls made at the same time from several threads go out in one write.
+    /// calls made at the same time from several threads go out in one write. With `wait_replicas`,
+    /// a connection of the thread's own instead ([`SyncConn::polling`]): each push ends with a
+    /// `WAIT` that holds its connection until the replicas answer, and on a shared connection the
+    /// calls of one flight would wait one after another (k calls, up to k timeouts for the last).
     pub fn combined(redis: &Redis) -> SyncConn {
+        if redis.wait_replicas().is_some() {
+            return SyncConn::polling(redis);
+        }
         SyncConn {
             shared: Some(redis.combiner()),
             ..SyncConn::new(redis)
