@@ -262,9 +262,11 @@ impl Leases {
                 return;
             }
             let prior = st.tokens.get(&r.key).filter(|t| t.fits(r));
-            // Doubled when the last lease ran out before its end, halved when tokens were dropped.
+            // Doubled when the last lease ran out before its end, halved when tokens were dropped;
+            // a lease refused (no tokens granted) keeps the size it asked for.
             let next = match prior {
                 None => FIRST_TOKENS,
+                Some(t) if tokens == 0 => t.next,
                 Some(t) if t.left == 0 => (t.next * 2).min(MAX_TOKENS),
                 Some(t) if Instant::now() >= t.until => (t.next / 2).max(2),
                 Some(t) => t.next,
