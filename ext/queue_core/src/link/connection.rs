@@ -238,13 +238,13 @@ impl Redis {
         self.inner.sentinels.as_ref()
     }
 
-    /// How many times the master has moved since this process started watching (always 0 without
-    /// sentinels): a connection dialled under an older generation dials again before its next call.
     /// The connection this process's client threads share (`combining`), made on first use.
     pub(crate) fn combiner(&self) -> std::sync::Arc<super::combining::Combiner> {
         self.inner.combiner.get(self)
     }
 
+    /// How many times the master has moved since this process started watching (always 0 without
+    /// sentinels): a connection dialled under an older generation dials again before its next call.
     pub fn generation(&self) -> u64 {
         self.inner
             .sentinels
