@@ -9,6 +9,7 @@
 //! job written into it in place.
 
 /// The header of a command of `args` arguments (the command's name counts as one).
+#[inline]
 pub fn array(out: &mut Vec<u8>, args: usize) {
     out.push(b'*');
     decimal(out, args as u64);
@@ -16,6 +17,7 @@ pub fn array(out: &mut Vec<u8>, args: usize) {
 }
 
 /// One argument: the concatenation of `parts`.
+#[inline]
 pub fn bulk(out: &mut Vec<u8>, parts: &[&[u8]]) {
     let len = parts.iter().map(|p| p.len()).sum::<usize>();
     out.push(b'$');
@@ -39,6 +41,7 @@ pub fn bulk_len(len: usize) -> usize {
     len + 25
 }
 
+#[inline]
 fn decimal(out: &mut Vec<u8>, n: u64) {
     let mut digits = [0u8; 20];
     let start = digits_of(n, &mut digits);
@@ -46,6 +49,7 @@ fn decimal(out: &mut Vec<u8>, n: u64) {
 }
 
 /// Writes `n`'s digits at the end of `buf`; returns where they start.
+#[inline]
 fn digits_of(mut n: u64, buf: &mut [u8; 20]) -> usize {
     let mut i = buf.len();
     loop {

@@ -9,6 +9,9 @@
 //! in place, and the whole command is one buffer (`resp`) handed to the connection as it is. The
 //! bytes are the general path's (`tests` below compares them).
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 use redis::Value;
 
 use crate::client::{check_template, job_parts};
@@ -18,8 +21,8 @@ use crate::link::blocking::SyncConn;
 use crate::resp;
 use crate::scripts;
 
+use super::digest;
 use super::push::{check, outcome, push_general_sync, DedupJob, FlagCheck, Outcome, PushOptions};
-use super::{contains, digest};
 
 /// Pushes one job built from a template (`prefix` and the arguments' JSON) with deduplication, as
 /// [`super::push_sync`] would push it. `None` when this path does not take it (nothing was sent):
@@ -33,10 +36,13 @@ pub fn push_new_one_sync(
     jid: &str,
     now: f64,
 ) -> Result<Option<Outcome>> {
+    // The searchers are built once: building one costs more than searching a prefix with it.
+    static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"idempotency_key\""));
+    static WAL: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"wal_locations\""));
     if opts.reschedule
         || conn.wait_replicas().is_some()
-        || contains(prefix, b"\"idempotency_key\"")
-        || contains(prefix, b"\"wal_locations\"")
+        || KEY.find(prefix).is_some()
+        || WAL.find(prefix).is_some()
     {
         return Ok(None);
     }
