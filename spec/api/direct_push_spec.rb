@@ -154,6 +154,34 @@ RSpec.describe "perform_async built by the engine" do
     end
   end
 
+  # The binding checks on each call that the thread's handle was made in this process; the pid it
+  # compares is kept in memory and renewed in a child at fork (link/process_id.rs).
+  it "dials a connection of its own in a forked child, leaving the parent's alone" do
+    plain.perform_async(1)
+    clients = -> { redis.call("CLIENT", "LIST").lines.size }
+    before = clients.()
+    reader, writer = IO.pipe
+    go_on_reader, go_on = IO.pipe
+    child = fork do
+      reader.close
+      go_on.close
+      plain.perform_async(2)
+      writer.puts "pushed"
+      writer.close
+      go_on_reader.read # holds the child's connection open until the parent has counted
+      exit!(0)
+    end
+    writer.close
+    go_on_reader.close
+    expect(reader.gets).to eq("pushed\n")
+    expect(clients.()).to eq(before + 1)
+    go_on.close
+    Process.wait(child)
+    expect($?.exitstatus).to eq(0)
+    plain.perform_async(3)
+    expect(raw_jobs.map { |raw| JSON.parse(raw)["args"] }).to eq([[1], [2], [3]])
+  end
+
   it "picks up changed options" do
     plain.perform_async(1)
     plain.sidekiq_options queue: "other"

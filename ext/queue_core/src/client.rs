@@ -14,6 +14,7 @@ use crate::keys::Keys;
 use crate::link::blocking::SyncConn;
 use crate::link::connection::Conn;
 use crate::link::wait_replicas;
+use crate::resp;
 
 /// The commands of an immediate push: the queue name into `queues`, the jobs onto its list (in the
 /// order given, so the first runs first). One round trip on either kind of connection.
@@ -112,29 +113,135 @@ pub fn check_queue_name(queue: &str) -> Result<()> {
 /// JSON object without its closing brace (`{"retry":true,"queue":"default","class":"HardWorker"`),
 /// then `"args"`, a new jid, `created_at` and `enqueued_at`, in Sidekiq's field order.
 pub fn new_job(prefix: &[u8], args_json: &[u8], now: f64) -> Result<(String, Vec<u8>)> {
+    check_template(prefix)?;
+    let jid = crate::dedup::new_jid();
+    let now = float_string(now);
+    let json = job_parts(prefix, args_json, &jid, &now, [b"", b"", b""]).concat();
+    Ok((jid, json))
+}
+
+/// A template's prefix must be a JSON object without its closing brace.
+pub(crate) fn check_template(prefix: &[u8]) -> Result<()> {
     if prefix.len() < 2 || prefix[0] != b'{' || prefix.last() == Some(&b'}') {
         return Err(Error::InvalidJob(
             "a job template must be a JSON object without its closing brace".to_owned(),
         ));
     }
-    let jid = crate::dedup::new_jid();
-    let now = float_string(now);
-    let mut json = Vec::with_capacity(prefix.len() + args_json.len() + jid.len() + 80);
-    json.extend_from_slice(prefix);
-    json.extend_from_slice(b",\"args\":");
-    json.extend_from_slice(args_json);
-    for part in [
-        ",\"jid\":\"",
-        &jid,
-        "\",\"created_at\":",
-        &now,
-        ",\"enqueued_at\":",
-        &now,
-        "}",
-    ] {
-        json.extend_from_slice(part.as_bytes());
+    Ok(())
+}
+
+/// [`new_job`]'s JSON in parts, to be written where it goes (into a command, [`crate::resp`])
+/// without being assembled first; `key` is an `idempotency_key` field to add last, in up to three
+/// parts (empty for none).
+pub(crate) fn job_parts<'a>(
+    prefix: &'a [u8],
+    args_json: &'a [u8],
+    jid: &'a str,
+    now: &'a str,
+    key: [&'a [u8]; 3],
+) -> [&'a [u8]; 13] {
+    [
+        prefix,
+        b",\"args\":",
+        args_json,
+        b",\"jid\":\"",
+        jid.as_bytes(),
+        b"\",\"created_at\":",
+        now.as_bytes(),
+        b",\"enqueued_at\":",
+        now.as_bytes(),
+        key[0],
+        key[1],
+        key[2],
+        b"}",
+    ]
+}
+
+/// [`push_bulk_new_sync`] without deduplication or `wait_replicas`: `SADD` and `LPUSH` written
+/// straight into one buffer, each job in place (`resp`), and handed to the connection as it is.
+fn push_new_packed<A: AsRef<[u8]>>(
+    conn: &mut SyncConn,
+    queue: &str,
+    prefix: &[u8],
+    args_jsons: &[A],
+    now: f64,
+) -> Result<Vec<String>> {
+    check_queue_name(queue)?;
+    check_template(prefix)?;
+    if args_jsons.is_empty() {
+        return Ok(Vec::new());
     }
-    Ok((jid, json))
+    let now = float_string(now);
+    let jids: Vec<String> = args_jsons.iter().map(|_| crate::dedup::new_jid()).collect();
+    let packed = push_command(conn.keys(), queue, prefix, args_jsons, &jids, &now);
+    conn.call_packed(packed, 2)?;
+    Ok(jids)
+}
+
+/// The bytes of [`push_pipeline`] for jobs built from a template, each job written in place.
+fn push_command<A: AsRef<[u8]>>(
+    keys: &Keys,
+    queue: &str,
+    prefix: &[u8],
+    args_jsons: &[A],
+    jids: &[String],
+    now: &str,
+) -> Vec<u8> {
+    let (ns, name) = (keys.namespace().as_bytes(), queue.as_bytes());
+    let jobs = args_jsons
+        .iter()
+        .map(|args| resp::bulk_len(prefix.len() + args.as_ref().len() + 2 * now.len() + 80))
+        .sum::<usize>();
+    let mut out = Vec::with_capacity(jobs + 2 * (ns.len() + name.len()) + 120);
+    resp::array(&mut out, 3);
+    resp::bulk(&mut out, &[b"SADD"]);
+    resp::bulk(&mut out, &[ns, b"queues"]);
+    resp::bulk(&mut out, &[name]);
+    resp::array(&mut out, 2 + args_jsons.len());
+    resp::bulk(&mut out, &[b"LPUSH"]);
+    resp::bulk(&mut out, &[ns, b"queue:", name]);
+    for (args, jid) in args_jsons.iter().zip(jids) {
+        let parts = job_parts(prefix, args.as_ref(), jid, now, [b"", b"", b""]);
+        resp::bulk(&mut out, &parts);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The packed push is byte for byte the pipeline of the general path.
+    #[test]
+    fn the_packed_push_is_the_pipelines_bytes() {
+        let prefix = br#"{"retry":true,"queue":"default","class":"HardWorker""#;
+        let args: [&[u8]; 3] = [b"[]", b"[1,\"two\"]", b"[{\"a\":null}]"];
+        let now = float_string(1795831285.5);
+        for namespace in ["", "app:"] {
+            let keys = Keys::new(namespace);
+            let jids: Vec<String> = args.iter().map(|_| crate::dedup::new_jid()).collect();
+            let jobs: Vec<Vec<u8>> = args
+                .iter()
+                .zip(&jids)
+                .map(|(a, jid)| job_parts(prefix, a, jid, &now, [b"", b"", b""]).concat())
+                .collect();
+            let pipeline = push_pipeline(&keys, "default", &jobs)
+                .expect("pipeline")
+                .get_packed_pipeline();
+            let packed = push_command(&keys, "default", prefix, &args, &jids, &now);
+            assert_eq!(
+                String::from_utf8_lossy(&packed),
+                String::from_utf8_lossy(&pipeline)
+            );
+        }
+        let (jid, json) = new_job(prefix, b"[1]", 1795831285.5).expect("job");
+        assert_eq!(
+            String::from_utf8(json).expect("utf-8"),
+            format!(
+                r#"{{"retry":true,"queue":"default","class":"HardWorker","args":[1],"jid":"{jid}","created_at":1795831285.5,"enqueued_at":1795831285.5}}"#
+            )
+        );
+    }
 }
 
 /// `perform_bulk` in one call: each job built from the worker's template ([`new_job`], one time for
@@ -149,6 +256,28 @@ pub fn push_bulk_new_sync<A: AsRef<[u8]>>(
     dedup: Option<&crate::dedup::PushOptions>,
 ) -> Result<Vec<String>> {
     let now = crate::clock::now_f64();
+    if conn.wait_replicas().is_none() {
+        match dedup {
+            None => return push_new_packed(conn, queue, prefix, args_jsons, now),
+            Some(opts) => {
+                if let [args] = args_jsons {
+                    let jid = crate::dedup::new_jid();
+                    match crate::dedup::push_new_one_sync(
+                        conn,
+                        queue,
+                        opts,
+                        (prefix, args.as_ref()),
+                        &jid,
+                        now,
+                    )? {
+                        Some(crate::dedup::Outcome::Dropped(_)) => return Ok(Vec::new()),
+                        Some(_) => return Ok(vec![jid]),
+                        None => {}
+                    }
+                }
+            }
+        }
+    }
     let (jids, jsons): (Vec<String>, Vec<Vec<u8>>) = args_jsons
         .iter()
         .map(|args| new_job(prefix, args.as_ref(), now))

@@ -214,3 +214,87 @@ fn push_bulk_new_sync_queues_a_batch_in_order_and_leaves_out_dropped_duplicates(
         .expect_err("a closed template");
     assert!(matches!(e, Error::InvalidJob(_)), "{e}");
 }
+
+/// The pushes every `perform_async` makes, on the handle a Ruby thread pushes through (the shared
+/// connection, `link::combining`), where each is written straight into one buffer and queued as it
+/// is: a plain one, a deduplicated one (the script loaded after the server's `NOSCRIPT`), a drop,
+/// and a duplicate of a worker that is not idempotent, which the one-job script leaves to the
+/// general one (marked `duplicate-of`, in a second round trip).
+#[test]
+fn push_new_sync_on_the_shared_handle_queues_drops_and_marks() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let mut conn = SyncConn::combined(&t.redis());
+    let prefix = br#"{"retry":true,"queue":"default","class":"HardWorker""#;
+
+    let plain = client::push_new_sync(&mut conn, "default", prefix, b"[1]", None).expect("plain");
+    let opts = idempotent_hard_worker();
+    let first =
+        client::push_new_sync(&mut conn, "default", prefix, b"[7]", Some(&opts)).expect("first");
+    let dropped =
+        client::push_new_sync(&mut conn, "default", prefix, b"[7]", Some(&opts)).expect("drop");
+    let marking = queue_core::dedup::PushOptions {
+        idempotent: false,
+        ..idempotent_hard_worker()
+    };
+    let marked = client::push_new_sync(&mut conn, "default", prefix, b"[7]", Some(&marking))
+        .expect("marked");
+    assert_eq!(dropped, client::Pushed::Dropped);
+    let jids: Vec<String> = [&plain, &first, &marked]
+        .iter()
+        .map(|p| match p {
+            client::Pushed::Queued(jid) => jid.clone(),
+            other => panic!("not queued: {other:?}"),
+        })
+        .collect();
+    let queued: Vec<serde_json::Value> = queue_in_run_order(&mut c, "queue:default")
+        .iter()
+        .map(|raw| serde_json::from_slice(raw).expect("json"))
+        .collect();
+    assert_eq!(
+        queued
+            .iter()
+            .map(|j| j["jid"].as_str().expect("jid"))
+            .collect::<Vec<_>>(),
+        jids.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    let key = format!(
+        "duplicate:default:{}",
+        queue_core::dedup::digest("HardWorker", b"[7]")
+    );
+    assert!(queued[0].get("idempotency_key").is_none());
+    assert_eq!(queued[1]["idempotency_key"], key.as_str());
+    assert_eq!(queued[2]["idempotency_key"], key.as_str());
+    assert_eq!(queued[2]["duplicate-of"], jids[1].as_str());
+    assert_eq!(smembers(&mut c, "queues"), vec!["default"]);
+}
+
+/// A server error in reply to a packed push is that call's error, as it was for the pipeline.
+#[test]
+fn a_packed_push_meeting_a_server_error_fails_with_it() {
+    let t = TestRedis::start();
+    let mut c = t.conn();
+    let _: () = redis::cmd("SET")
+        .arg("queue:default")
+        .arg("not a list")
+        .query(&mut c)
+        .expect("SET");
+    let prefix = br#"{"queue":"default","class":"HardWorker""#;
+    let conns = [SyncConn::new(&t.redis()), SyncConn::combined(&t.redis())];
+    for (n, mut conn) in conns.into_iter().enumerate() {
+        let e = client::push_new_sync(&mut conn, "default", prefix, b"[1]", None)
+            .expect_err("LPUSH onto a string");
+        assert!(
+            matches!(e, Error::Redis { .. }) && e.to_string().contains("WRONGTYPE"),
+            "{e}"
+        );
+        let opts = idempotent_hard_worker();
+        let args = format!("[{n}]");
+        let e = client::push_new_sync(&mut conn, "default", prefix, args.as_bytes(), Some(&opts))
+            .expect_err("the script's LPUSH onto a string");
+        assert!(matches!(e, Error::Redis { .. }), "{e}");
+        // The connection is fine: the next push to another queue goes through.
+        let pushed = client::push_new_sync(&mut conn, "other", prefix, b"[3]", None).expect("push");
+        assert!(matches!(pushed, client::Pushed::Queued(_)), "{pushed:?}");
+    }
+}

@@ -68,13 +68,14 @@ fn on_thread<C: PerThread, T>(
 ) -> queue_core::Result<T> {
     conns.with(|cell| {
         let mut conns = cell.borrow_mut();
-        if conns
-            .get(&id)
-            .is_some_and(|c| c.pid() != std::process::id())
-        {
-            if let Some(inherited) = conns.remove(&id) {
-                std::mem::forget(inherited);
-            }
+        let pid = queue_core::link::process_id::current();
+        // The common case, one look-up: this thread's connection, dialled in this process.
+        if let Some(conn) = conns.get_mut(&id).filter(|c| c.pid() == pid) {
+            return op(conn);
+        }
+        // None yet, or one inherited through fork.
+        if let Some(inherited) = conns.remove(&id) {
+            std::mem::forget(inherited);
         }
         let conn = match conns.entry(id) {
             Entry::Occupied(e) => e.into_mut(),

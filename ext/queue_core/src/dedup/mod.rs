@@ -31,8 +31,10 @@ use crate::job_json::TopLevel;
 use crate::keys::Keys;
 use crate::scripts;
 
+mod packed;
 mod push;
 
+pub use packed::push_new_one_sync;
 pub use push::{
     outcomes, push_invocation, push_sync, DedupJob, FlagCheck, Outcome, Positions, PushOptions,
 };

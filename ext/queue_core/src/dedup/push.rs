@@ -47,7 +47,7 @@ pub struct PushOptions {
 
 impl PushOptions {
     /// The flag field the script reads ('' for none) and whether it drops duplicates.
-    fn dropping(&self, queue: &str) -> (String, bool) {
+    pub(super) fn dropping(&self, queue: &str) -> (String, bool) {
         match self.flag {
             FlagCheck::Redis => (flag_name(queue), self.idempotent),
             FlagCheck::Given(off) => (String::new(), self.idempotent && !off),
@@ -132,7 +132,7 @@ impl Entry<'_> {
     }
 }
 
-fn check(queue: &str, opts: &PushOptions) -> Result<()> {
+pub(super) fn check(queue: &str, opts: &PushOptions) -> Result<()> {
     check_queue_name(queue)?;
     if opts.ttl == 0 {
         return Err(Error::InvalidArgument(
@@ -199,6 +199,18 @@ fn general_invocation(
     inv
 }
 
+/// [`one_command`] for one job, as [`push_sync`] builds it (for `packed`'s tests).
+#[cfg(test)]
+pub(super) fn one_command_for(
+    keys: &Keys,
+    queue: &str,
+    opts: &PushOptions,
+    job: &DedupJob,
+) -> Option<redis::Cmd> {
+    let entry = Entry::of(keys, queue, opts, job, now_f64()).ok()?;
+    one_command(keys, queue, opts, &entry)
+}
+
 /// The `dedup_push_one.lua` call, when `entry` is the common case it takes: immediate, and nothing
 /// to record beside the key (no positions, no `reschedule_once`). Written straight into one
 /// `EVALSHA` command: a `ScriptInvocation` holds each key and argument in a buffer of its own and
@@ -261,7 +273,7 @@ pub fn outcomes(reply: Vec<String>) -> Vec<Outcome> {
     reply.into_iter().map(outcome).collect()
 }
 
-fn outcome(status: String) -> Outcome {
+pub(super) fn outcome(status: String) -> Outcome {
     match status.split_at_checked(1) {
         Some(("d", jid)) => Outcome::Dropped(jid.to_owned()),
         Some(("m", jid)) => Outcome::Marked(jid.to_owned()),
@@ -295,7 +307,28 @@ pub fn push_sync(
             }
         }
     }
-    let inv = general_invocation(conn.keys(), queue, opts, &entries);
+    general_sync(conn, queue, opts, &entries)
+}
+
+/// Jobs pushed by the general script alone (`dedup_push.lua`), without trying the one-job script
+/// first: what a job the one-job script left alone takes (`packed`).
+pub(super) fn push_general_sync(
+    conn: &mut SyncConn,
+    queue: &str,
+    opts: &PushOptions,
+    jobs: &[DedupJob],
+) -> Result<Vec<Outcome>> {
+    let entries = entries(conn.keys(), queue, opts, jobs, now_f64())?;
+    general_sync(conn, queue, opts, &entries)
+}
+
+fn general_sync(
+    conn: &mut SyncConn,
+    queue: &str,
+    opts: &PushOptions,
+    entries: &[Entry<'_>],
+) -> Result<Vec<Outcome>> {
+    let inv = general_invocation(conn.keys(), queue, opts, entries);
     Ok(outcomes(wait_replicas::script_sync::<Vec<String>>(
         conn, &inv,
     )?))

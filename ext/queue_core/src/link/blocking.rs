@@ -275,6 +275,48 @@ impl SyncConn {
         result.map_err(|e| self.failed(e))
     }
 
+    /// Sends `packed`, `count` commands whose replies are all wanted (written with [`crate::resp`]),
+    /// and returns their replies; a server error among them is the call's error, mapped as any
+    /// other (`READONLY` is a connection error). On the shared connection the buffer is queued as
+    /// it is, not copied.
+    pub fn call_packed(&mut self, packed: Vec<u8>, count: usize) -> Result<Vec<redis::Value>> {
+        let replies = self.exchange_packed(packed, count)?;
+        self.replied(replies)
+    }
+
+    /// [`SyncConn::call_packed`] leaving the server errors among the replies to the caller (a
+    /// script's `NOSCRIPT`, then [`SyncConn::replied`]).
+    pub fn exchange_packed(&mut self, packed: Vec<u8>, count: usize) -> Result<Vec<redis::Value>> {
+        if let Some(shared) = &self.shared {
+            return shared.run_packed(&self.redis, packed, count);
+        }
+        self.run(|c| c.req_packed_commands(&packed, 0, count))
+    }
+
+    /// Replies as [`SyncConn::call_packed`] returns them: the first server error among them, if any,
+    /// as the call's error.
+    pub fn replied(&mut self, replies: Vec<redis::Value>) -> Result<Vec<redis::Value>> {
+        let Some(e) = replies.iter().find_map(|v| match v {
+            redis::Value::ServerError(e) => Some(e.clone()),
+            _ => None,
+        }) else {
+            return Ok(replies);
+        };
+        let err = self.redis.command_error(redis::RedisError::from(e));
+        if err.is_connection() {
+            match &self.shared {
+                Some(shared) => shared.mark_stale(),
+                None => self.drop_conn(),
+            }
+        }
+        Err(err)
+    }
+
+    /// Loads a script into the server's script cache (after a `NOSCRIPT`).
+    pub fn load(&mut self, script: &redis::Script) -> Result<()> {
+        self.run(|c| script.load(c)).map(|_| ())
+    }
+
     pub fn pipe<T: FromRedisValue>(&mut self, pipe: &redis::Pipeline) -> Result<T> {
         self.run(|c| pipe.query(c))
     }

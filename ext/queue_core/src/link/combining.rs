@@ -27,6 +27,7 @@
 //! leaked, never closed, as inherited connections are. A handle is its process's, as a connection
 //! of one's own was ([`SyncConn::pid`]: the binding takes a new one in a child).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -166,19 +167,49 @@ impl Combiner {
         })
     }
 
+    /// Sends `packed` (`count` commands whose replies are all wanted) and returns the replies, server
+    /// errors among them as they came, the buffer queued as it is (not copied) if a flight is out.
+    /// A failure of the connection is mapped as [`Combiner::run`] maps it.
+    pub(super) fn run_packed(
+        &self,
+        redis: &Redis,
+        packed: Vec<u8>,
+        count: usize,
+    ) -> Result<Vec<Value>> {
+        self.submit(Cow::Owned(packed), count)?.map_err(|e| {
+            let err = redis.command_error(e);
+            if err.is_connection() {
+                self.mark_stale();
+            }
+            err
+        })
+    }
+
+    /// A reply said the connection is on a server that is no longer the master: the next leader
+    /// dials again before writing.
+    pub(super) fn mark_stale(&self) {
+        self.stale.store(true, Ordering::Relaxed);
+    }
+
     /// Sends `packed` (`count` commands) and returns their replies: as leader at once, or queued
     /// behind the flight in progress. The outer error is a dial's that wrote nothing.
-    fn submit(&self, packed: &[u8], count: usize) -> Result<RedisResult<Vec<Value>>> {
+    fn submit(&self, mut packed: Cow<'_, [u8]>, count: usize) -> Result<RedisResult<Vec<Value>>> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         loop {
             let mut queue = lock(&self.queue);
             if !queue.leading {
                 queue.leading = true;
                 drop(queue);
-                return self.lead(Call { packed, count }, Vec::new());
+                return self.lead(
+                    Call {
+                        packed: &packed,
+                        count,
+                    },
+                    Vec::new(),
+                );
             }
             let waiter = Arc::new(Waiter {
-                packed: packed.to_vec(),
+                packed: std::mem::replace(&mut packed, Cow::Borrowed(&[])).into_owned(),
                 count,
                 state: Mutex::new(State::Waiting),
                 ready: Condvar::new(),
@@ -187,7 +218,11 @@ impl Combiner {
             drop(queue);
             match waiter.wait() {
                 State::Done(replies) => return Ok(replies),
-                State::Retry | State::Waiting => continue,
+                State::Retry | State::Waiting => {
+                    // Rare (a dial failed): the commands go into the next try as they were.
+                    packed = Cow::Owned(waiter.packed.clone());
+                    continue;
+                }
                 State::Lead => {
                     let others: Vec<Arc<Waiter>> = lock(&self.queue).waiting.drain(..).collect();
                     let own = Call {
@@ -380,7 +415,7 @@ struct Shared<'a> {
 
 impl Shared<'_> {
     fn call(&mut self, packed: &[u8], count: usize) -> RedisResult<Vec<Value>> {
-        match self.combiner.submit(packed, count) {
+        match self.combiner.submit(Cow::Borrowed(packed), count) {
             Ok(replies) => replies,
             Err(e) => {
                 self.failure = Some(e);

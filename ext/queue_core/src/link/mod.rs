@@ -13,6 +13,8 @@
 //! - [`combining`]: the connection a process's client threads share, their concurrent calls
 //!   coalesced into one write (automatic pipelining);
 //! - [`busy_poll`]: a client call polls its socket for the reply for a moment before it sleeps;
+//! - [`process_id`]: the process's id kept in memory (renewed in a forked child by a
+//!   `pthread_atfork` handler), for the fork check every client call makes;
 //! - `tcp_socket`: the socket under a synchronous TCP connection — unreplied writes held in the
 //!   kernel until the next round trip (`MSG_MORE`), and the non-blocking look for a reply that
 //!   `busy_poll` makes;
@@ -48,6 +50,7 @@ pub mod busy_poll;
 pub mod combining;
 pub mod connect_error;
 pub mod connection;
+pub mod process_id;
 pub mod reply_mode;
 pub mod sentinel;
 mod tcp_socket;
