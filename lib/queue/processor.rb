@@ -22,12 +22,12 @@ module JobQueue
     CLASS_ALIASES = {"Sidekiq::ActiveJob::Wrapper" => "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"}.freeze
 
     # A job class and what the processor asks of it for every job, asked once: whether its workers
-    # take a `jid` and the processor (`_context`), and whether it has the limits DSL (whether it has
-    # limits is asked per job: a class may declare them after its first job ran).
-    ClassInfo = Struct.new(:klass, :jid, :context, :limits) do
+    # take a `jid`, the processor (`_context`) and a `bid`, and whether it has the limits DSL (whether
+    # it has limits is asked per job: a class may declare them after its first job ran).
+    ClassInfo = Struct.new(:klass, :jid, :context, :limits, :bid) do
       def self.of(klass)
         takes = ->(setter) { klass.is_a?(Module) && klass.public_method_defined?(setter) }
-        new(klass, takes.(:jid=), takes.(:_context=), klass.respond_to?(:queue_limits))
+        new(klass, takes.(:jid=), takes.(:_context=), klass.respond_to?(:queue_limits), takes.(:bid=))
       end
     end
 
@@ -129,13 +129,13 @@ module JobQueue
       @native_classes
     end
 
-    # Whether the engine may run jobs of class `name` itself: `[klass, takes_jid, takes_context]`,
-    # or false when they need #process (a class with limits). Asked by the engine once per class
-    # and thread; an unknown class raises, and its jobs fail in #process.
+    # Whether the engine may run jobs of class `name` itself: `[klass, takes_jid, takes_context,
+    # takes_bid]`, or false when they need #process (a class with limits). Asked by the engine once
+    # per class and thread; an unknown class raises, and its jobs fail in #process.
     def native_class(name)
       info = class_info(name)
       limited = info.limits && info.klass.queue_limits
-      @native_classes[name] = limited ? false : [info.klass, info.jid, info.context].freeze
+      @native_classes[name] = limited ? false : [info.klass, info.jid, info.context, info.bid].freeze
     end
 
     # What `Fetcher#run` handed back: a job for #process, or a job of its own that raised.

@@ -13,6 +13,7 @@
 //! finds it from the root on the stack.
 
 use std::ffi::c_long;
+use std::sync::OnceLock;
 
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{prelude::*, Ruby, Value};
@@ -30,7 +31,8 @@ pub struct Top {
     pub idempotency_key: bool,
     pub duplicate_of: bool,
     pub expires_at: bool,
-    pub bid: bool,
+    /// Its batch's bid (nil for none).
+    pub bid: Value,
     /// A key starting with `meta.`: a worker context.
     pub meta: bool,
 }
@@ -50,7 +52,7 @@ pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
             idempotency_key: false,
             duplicate_of: false,
             expires_at: false,
-            bid: false,
+            bid: nil,
             meta: false,
         },
     };
@@ -117,21 +119,113 @@ impl Build for RubyBuild {
     }
 
     fn insert(&mut self, object: VALUE, key: &[u8], value: VALUE, depth: usize) {
-        // The key `Hash#[]=` would store for the gem's String: the interned frozen String of the
-        // same text (the same object, where one exists already).
-        // SAFETY: valid UTF-8 bytes, copied if new; `object` is an unfrozen Hash this builder made.
+        // SAFETY: `object` is an unfrozen Hash this builder made; the key is a frozen String.
         unsafe {
-            let key = rb_sys::rb_enc_interned_str(
-                key.as_ptr().cast(),
-                key.len() as c_long,
-                rb_sys::rb_utf8_encoding(),
-            );
-            rb_sys::rb_hash_aset(object, key, value);
+            rb_sys::rb_hash_aset(object, interned(key), value);
         }
         if depth == 1 {
             self.note_top(key, value);
         }
     }
+}
+
+/// The key `Hash#[]=` stores for the gem's String: the interned frozen String of the same text
+/// (the same object, where one exists already).
+fn interned(key: &[u8]) -> VALUE {
+    if let Some(at) = known_key(key) {
+        return KNOWN.get_or_init(intern_known)[at];
+    }
+    // SAFETY: valid UTF-8 bytes, copied if new.
+    unsafe { intern(key) }
+}
+
+/// # Safety
+/// With the GVL; `key` valid UTF-8.
+unsafe fn intern(key: &[u8]) -> VALUE {
+    rb_sys::rb_enc_interned_str(
+        key.as_ptr().cast(),
+        key.len() as c_long,
+        rb_sys::rb_utf8_encoding(),
+    )
+}
+
+/// Keys that Sidekiq, ActiveJob and GitLab write into most jobs, interned once and kept for the
+/// life of the process (Ruby would collect an interned String no one holds), so that building a job
+/// does not look each of them up in Ruby's table of interned Strings. The order is `known_key`'s
+/// (`spec/api/native_job_hash_spec.rb` builds a job holding every one).
+const KNOWN_KEYS: [&str; 24] = [
+    "class",
+    "args",
+    "retry",
+    "queue",
+    "jid",
+    "created_at",
+    "enqueued_at",
+    "bid",
+    "wrapped",
+    "retry_count",
+    "retried_at",
+    "failed_at",
+    "error_message",
+    "error_class",
+    "backtrace",
+    "tags",
+    "at",
+    "job_class",
+    "job_id",
+    "provider_job_id",
+    "queue_name",
+    "arguments",
+    "executions",
+    "locale",
+];
+
+fn known_key(key: &[u8]) -> Option<usize> {
+    Some(match key {
+        b"class" => 0,
+        b"args" => 1,
+        b"retry" => 2,
+        b"queue" => 3,
+        b"jid" => 4,
+        b"created_at" => 5,
+        b"enqueued_at" => 6,
+        b"bid" => 7,
+        b"wrapped" => 8,
+        b"retry_count" => 9,
+        b"retried_at" => 10,
+        b"failed_at" => 11,
+        b"error_message" => 12,
+        b"error_class" => 13,
+        b"backtrace" => 14,
+        b"tags" => 15,
+        b"at" => 16,
+        b"job_class" => 17,
+        b"job_id" => 18,
+        b"provider_job_id" => 19,
+        b"queue_name" => 20,
+        b"arguments" => 21,
+        b"executions" => 22,
+        b"locale" => 23,
+        _ => return None,
+    })
+}
+
+/// Interned VALUEs of [`KNOWN_KEYS`], made on the first job (a Ruby thread with the GVL).
+static KNOWN: OnceLock<Vec<VALUE>> = OnceLock::new();
+
+fn intern_known() -> Vec<VALUE> {
+    KNOWN_KEYS
+        .iter()
+        .map(|key| {
+            // SAFETY: called with the GVL (building a job); the String is marked for ever, so the
+            // VALUE stays valid and stays the interned String of its text.
+            unsafe {
+                let value = intern(key.as_bytes());
+                rb_sys::rb_gc_register_mark_object(value);
+                value
+            }
+        })
+        .collect()
 }
 
 impl RubyBuild {
@@ -147,7 +241,7 @@ impl RubyBuild {
             }
             b"duplicate-of" => self.top.duplicate_of = true,
             b"expires_at" => self.top.expires_at = true,
-            b"bid" => self.top.bid = true,
+            b"bid" => self.top.bid = as_value(),
             _ if key.starts_with(b"meta.") => self.top.meta = true,
             _ => {}
         }

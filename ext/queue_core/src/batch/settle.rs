@@ -20,7 +20,7 @@ impl Member {
     pub fn ack_packet(&self, keys: &Keys, unit: &Unit) -> Vec<u8> {
         let mut pipe = redis::pipe();
         pipe.atomic();
-        pipe.cmd("LREM").arg(&unit.working).arg(-1).arg(&unit.raw);
+        pipe.cmd("LREM").arg(&*unit.working).arg(-1).arg(&unit.raw);
         let mut push = redis::cmd("LPUSH");
         push.arg(keys.batch_acks());
         if !self.bid.is_empty() {

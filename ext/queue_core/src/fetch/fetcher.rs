@@ -172,6 +172,24 @@ impl Fetcher {
         true
     }
 
+    /// Whether batch `bid` is valid, when it was read less than a second ago (no I/O).
+    pub fn batch_valid_cached(&self, bid: &str) -> Option<bool> {
+        self.shared.batch_validity.cached(bid, Instant::now())
+    }
+
+    /// Whether batch `bid` is valid: the answer of the last second, or one round trip. Call it
+    /// with the GVL released.
+    pub fn batch_valid(&mut self, bid: &str) -> Result<bool> {
+        if let Some(valid) = self.batch_valid_cached(bid) {
+            return Ok(valid);
+        }
+        let valid = self.round_trip(|conn| crate::batch::store::valid(conn, bid))?;
+        self.shared
+            .batch_validity
+            .remember(bid, valid, Instant::now());
+        Ok(valid)
+    }
+
     /// `f` of the running job (its queue and bytes are in the [`Unit`]), read in place; `None` when
     /// no job is running.
     pub fn with_running<R>(&self, f: impl FnOnce(&Unit) -> R) -> Option<R> {
@@ -179,7 +197,7 @@ impl Fetcher {
     }
 
     fn running_copy(&self) -> Option<(String, Vec<u8>)> {
-        self.with_running(|unit| (unit.queue.clone(), unit.raw.clone()))
+        self.with_running(|unit| (unit.queue.to_string(), unit.raw.clone()))
     }
 
     /// The next job, waiting up to `timeout` for one. `None` when the wait ran out or the process is

@@ -33,6 +33,9 @@ static CONTEXT_SET: LazyId = LazyId::new("_context=");
 static NATIVE_CLASS: LazyId = LazyId::new("native_class");
 /// `JobQueue::Logging::CONTEXT`: the running job, for the log lines it writes.
 static LOG_CONTEXT: LazyId = LazyId::new("job_queue_log_job");
+/// `JobQueue::Batch::RUNNING`: the bid of the running job's batch, for `batch.jobs { }` in it.
+static BATCH_RUNNING: LazyId = LazyId::new("jq_batch_running_bid");
+static BID_SET: LazyId = LazyId::new("bid=");
 /// `JobQueue::Context::THREAD_KEY`: the worker context, which a job without `meta.*` fields runs
 /// without.
 static WORKER_CONTEXT: LazyId = LazyId::new("job_queue_context");
@@ -46,11 +49,12 @@ enum Turn {
 }
 
 /// A job class cleared to run here, as `Processor#native_class` answers: `[klass, takes_jid,
-/// takes_context]`.
+/// takes_context, takes_bid]`.
 struct Class {
     klass: Value,
     jid: bool,
     context: bool,
+    bid: bool,
 }
 
 impl Fetcher {
@@ -125,7 +129,7 @@ impl Fetcher {
         let (Some(class), Some(args)) = (class, RArray::from_value(top.args)) else {
             return self.to_ruby(ruby, Some(job)).map(Turn::Ruby);
         };
-        match perform(ruby, &class, job, &top, args, processor) {
+        match self.perform(ruby, &class, job, &top, args, processor) {
             Ok(()) => {
                 self.done()?;
                 Ok(Turn::Ran)
@@ -173,10 +177,12 @@ impl Fetcher {
 }
 
 /// Whether nothing in the job asks for `Processor#process`: a worker context to restore, a key to
-/// release, an expiry, a batch.
+/// release, an expiry. A batch's job runs here when its bid is a String (`Batch::Runner`'s steps
+/// are `perform`'s below).
 fn runs_here(top: &Top, key_released: bool) -> bool {
     let dedup = top.idempotency_key && !key_released && !top.duplicate_of;
-    !(top.meta || dedup || top.expires_at || top.bid)
+    let bid = top.bid.is_nil() || RString::from_value(top.bid).is_some();
+    !(top.meta || dedup || top.expires_at) && bid
 }
 
 /// The job's class, when the processor clears it to run here (asked once per class and thread).
@@ -192,26 +198,67 @@ fn class_of(classes: RHash, top: &Top, processor: Value) -> Option<Class> {
         klass: answer.entry(0).ok()?,
         jid: answer.entry::<Value>(1).ok()?.to_bool(),
         context: answer.entry::<Value>(2).ok()?.to_bool(),
+        bid: answer.entry::<Value>(3).ok()?.to_bool(),
     })
 }
 
-/// What `Processor#process` does for a job that asks nothing more: the worker, its `jid`, the
-/// job as the log context, `perform(*args)`.
-fn perform(
-    ruby: &Ruby,
-    class: &Class,
-    job: Value,
-    top: &Top,
-    args: RArray,
-    processor: Value,
-) -> Result<(), Error> {
-    let worker: Value = class.klass.funcall(*NEW, ())?;
-    if class.jid {
-        let _: Value = worker.funcall(*JID_SET, (top.jid,))?;
+impl Fetcher {
+    /// What `Processor#process` (and `Batch::Runner`) do for a job that asks nothing more: the
+    /// worker, its `jid`; for a batch's job, nothing more if the batch was invalidated (the job
+    /// counts as done unrun), else the worker's `bid` and the thread's running batch; the job as the
+    /// log context; `perform(*args)`.
+    fn perform(
+        &self,
+        ruby: &Ruby,
+        class: &Class,
+        job: Value,
+        top: &Top,
+        args: RArray,
+        processor: Value,
+    ) -> Result<(), Error> {
+        let worker: Value = class.klass.funcall(*NEW, ())?;
+        if class.jid {
+            let _: Value = worker.funcall(*JID_SET, (top.jid,))?;
+        }
+        if class.context {
+            let _: Value = worker.funcall(*CONTEXT_SET, (processor,))?;
+        }
+        let Some(bid) = RString::from_value(top.bid) else {
+            return run_job(ruby, worker, job, args);
+        };
+        if !self.batch_valid(bid)? {
+            return Ok(());
+        }
+        if class.bid {
+            let _: Value = worker.funcall(*BID_SET, (bid,))?;
+        }
+        let thread = ruby.thread_current();
+        let before: Value = thread.local_aref(*BATCH_RUNNING)?;
+        thread.local_aset(*BATCH_RUNNING, bid)?;
+        let result = run_job(ruby, worker, job, args);
+        thread.local_aset(*BATCH_RUNNING, before)?;
+        result
     }
-    if class.context {
-        let _: Value = worker.funcall(*CONTEXT_SET, (processor,))?;
+
+    /// Whether the batch is valid: from the last second's answer, or one round trip with the GVL
+    /// released.
+    fn batch_valid(&self, bid: RString) -> Result<bool, Error> {
+        let bid = bid.to_string()?;
+        if let Some(valid) = self.lock().batch_valid_cached(&bid) {
+            return Ok(valid);
+        }
+        let inner = &self.inner;
+        blocking(move || {
+            inner
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .batch_valid(&bid)
+        })
     }
+}
+
+/// The job as the thread's log context (and no worker context), `perform(*args)`.
+fn run_job(ruby: &Ruby, worker: Value, job: Value, args: RArray) -> Result<(), Error> {
     let thread = ruby.thread_current();
     let log_before: Value = thread.local_aref(*LOG_CONTEXT)?;
     let context_before: Value = thread.local_aref(*WORKER_CONTEXT)?;
