@@ -45,7 +45,7 @@ pub fn fetch_invocation(
         inv.key(keys.queue(shared.order.name(q))).key(&working[q]);
     }
     for r in req.returns {
-        inv.key(&*r.working).key(keys.queue(&*r.queue));
+        inv.key(&*r.working).key(keys.queue(&r.queue));
     }
     inv.arg(shared.concurrency)
         .arg(req.queues.len())
