@@ -40,6 +40,7 @@ pub mod notify;
 pub mod ordered;
 pub mod pause;
 pub mod plain_json;
+mod resp;
 pub mod retry;
 pub mod scheduler;
 pub mod scripts;

@@ -101,25 +101,12 @@ pub fn fetched_units(
 /// reply (the fetcher's connection switches replies off: `link/reply_mode.rs`), so the fetcher writes
 /// it and goes on without waiting. Redis runs it before anything the fetcher sends later on the same
 /// connection.
-///
-/// Written straight into one buffer of the right size (the crate's `Cmd` keeps its arguments in two
-/// vectors and packs them into a third): it is built once per job.
+/// Built once per job, straight into one buffer (`resp.rs`).
 pub fn ack_command(unit: &Unit) -> Vec<u8> {
-    let mut out = Vec::with_capacity(unit.working.len() + unit.raw.len() + 48);
-    out.extend_from_slice(b"*4\r\n$4\r\nLREM\r\n");
-    put_bulk(&mut out, unit.working.as_bytes());
-    out.extend_from_slice(b"$2\r\n-1\r\n");
-    put_bulk(&mut out, &unit.raw);
+    let args: [&[u8]; 4] = [b"LREM", unit.working.as_bytes(), b"-1", &unit.raw];
+    let mut out = Vec::with_capacity(crate::resp::size(&args));
+    crate::resp::command(&mut out, &args);
     out
-}
-
-/// A RESP bulk string: `$<len>\r\n<bytes>\r\n`.
-fn put_bulk(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.push(b'$');
-    out.extend_from_slice(itoa::Buffer::new().format(bytes.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(bytes);
-    out.extend_from_slice(b"\r\n");
 }
 
 /// What became of a fetch call whose reply was lost.
