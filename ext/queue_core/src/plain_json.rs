@@ -44,7 +44,7 @@ pub trait Build {
 /// The value `raw` holds, built with `build`; `None` when it is not in the subset above (the builder
 /// may have been given part of it).
 pub fn parse<B: Build>(raw: &[u8], build: &mut B) -> Option<B::Value> {
-    std::str::from_utf8(raw).ok()?;
+    // UTF-8 is checked where it can occur: outside strings the reader takes only ASCII.
     let mut reader = Reader {
         s: raw,
         i: 0,
@@ -175,6 +175,10 @@ impl<'a> Reader<'a> {
             if run.iter().any(|&b| b < 0x20) {
                 return None;
             }
+            // A run ends at a quote or a backslash, never inside a character.
+            if !run.is_ascii() {
+                std::str::from_utf8(run).ok()?;
+            }
             if copied {
                 self.scratch.extend_from_slice(run);
             }
@@ -250,7 +254,7 @@ impl<'a> Reader<'a> {
         if let Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') = self.peek() {
             return None;
         }
-        // The input is valid UTF-8 and this slice is ASCII.
+        // ASCII: every byte was matched above.
         let text = std::str::from_utf8(&self.s[start..self.i]).ok()?;
         if !float {
             return text.parse::<i64>().ok().map(|n| build.integer(n));
