@@ -39,8 +39,18 @@ module JobQueue
 
     @classes = []
     @lock = Mutex.new
+    @generation = 0
 
     class << self
+      # How many times a class declared a limit: a processor that cached which classes have none
+      # (Processor#native_class) asks again when it changes.
+      attr_reader :generation
+
+      # @api private
+      def declared
+        @lock.synchronize { @generation += 1 }
+      end
+
       # Classes that declared a concurrency limit, for publishing their limits: those its name finds.
       # The engine counts a limit under the class's name and a server finds a job's class by it, so a
       # class that name does not lead to (anonymous, not yet assigned to its constant, or replaced by a
@@ -188,6 +198,7 @@ module JobQueue
         check_limit_key!("concurrency_limit", key)
         @queue_limits = Spec.new(Concurrency.new(limit, key), queue_limits&.rate)
         Limits.register(self)
+        Limits.declared
       end
 
       # `rate_limit 100, per: 60` (seconds), `kind: :window` (at most `count` starts in any `per`
@@ -201,6 +212,7 @@ module JobQueue
 
         check_limit_key!("rate_limit", key)
         @queue_limits = Spec.new(queue_limits&.concurrency, Rate.new(count, per.to_f, kind, key))
+        Limits.declared
       end
 
       # GitLab's reader: the concurrency limit now (a lambda evaluated), nil for none.

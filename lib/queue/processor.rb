@@ -13,18 +13,21 @@ module JobQueue
     include Batch::Runner
     # Longest a thread waits for work before it checks whether the process is stopping.
     WAIT = 1.0
+    # Most jobs one `Fetcher#run` call runs before this loop looks at the process again (it also
+    # returns whenever its buffer is empty or a job needs #process).
+    RUN_LIMIT = 1000
     # Classes a job may name that run as another class when they are not defined here: Sidekiq 8's
     # ActiveJob adapter pushes its own wrapper, which runs as the wrapper of Rails' Sidekiq adapter
     # (ours without the sidekiq gem, rails_integration/job_wrapper.rb).
     CLASS_ALIASES = {"Sidekiq::ActiveJob::Wrapper" => "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"}.freeze
 
     # A job class and what the processor asks of it for every job, asked once: whether its workers
-    # take a `jid` and the processor (`_context`), and whether it has the limits DSL (whether it has
-    # limits is asked per job: a class may declare them after its first job ran).
-    ClassInfo = Struct.new(:klass, :jid, :context, :limits) do
+    # take a `jid`, the processor (`_context`) and a `bid`, and whether it has the limits DSL (whether
+    # it has limits is asked per job: a class may declare them after its first job ran).
+    ClassInfo = Struct.new(:klass, :jid, :context, :limits, :bid) do
       def self.of(klass)
         takes = ->(setter) { klass.is_a?(Module) && klass.public_method_defined?(setter) }
-        new(klass, takes.(:jid=), takes.(:_context=), klass.respond_to?(:queue_limits))
+        new(klass, takes.(:jid=), takes.(:_context=), klass.respond_to?(:queue_limits), takes.(:bid=))
       end
     end
 
@@ -40,6 +43,7 @@ module JobQueue
       @capsule_name = capsule_name
       @retry = JobRetry.new(config, launcher.engine)
       @classes = {}
+      @native_classes = {}
     end
 
     def start
@@ -54,8 +58,9 @@ module JobQueue
       @ordered = @launcher.ordered&.thread_work(@index) if @capsule.zero?
       until @launcher.quiet?
         ran = @ordered && engine_call { @ordered.step }
-        work = engine_call { @fetcher.next(wait(ran)) }
-        process(*work) if work
+        # The engine runs the jobs that ask nothing of #process itself (ext/queue/src/ruby_api/fetcher/run.rs).
+        work = engine_call { @fetcher.run(wait(ran), @ordered ? 1 : RUN_LIMIT, native_classes, self) }
+        take(work) if work.is_a?(Array)
       end
       engine_call { @ordered&.finish }
     rescue Shutdown
@@ -110,9 +115,43 @@ module JobQueue
       nil
     end
 
-    # `key_released`: the engine already released the job's idempotency key, with its batch.
-    def process(queue, raw, key_released)
-      job = parse(raw) or return
+    # The processor's cache of #native_class answers when the engine may run jobs itself, nil when
+    # every job must take #process: server middleware to run, or job log lines written in Ruby.
+    # Forgotten whenever a class declares a limit (its subclasses have it too), so that its next
+    # fetched jobs are held to it.
+    def native_classes
+      return unless @config.server_middleware_chain.empty? && !@config.job_log
+
+      unless @limits_seen == Limits.generation
+        @native_classes.clear
+        @limits_seen = Limits.generation
+      end
+      @native_classes
+    end
+
+    # Whether the engine may run jobs of class `name` itself: `[klass, takes_jid, takes_context,
+    # takes_bid]`, or false when they need #process (a class with limits). Asked by the engine once
+    # per class and thread; an unknown class raises, and its jobs fail in #process.
+    def native_class(name)
+      info = class_info(name)
+      limited = info.limits && info.klass.queue_limits
+      @native_classes[name] = limited ? false : [info.klass, info.jid, info.context, info.bid].freeze
+    end
+
+    # What `Fetcher#run` handed back: a job for #process, or a job of its own that raised.
+    def take(work)
+      return process(*work) unless work.first == :failed
+
+      _, klass, job, raw, error = work
+      failed(klass, job, raw, error)
+    end
+
+    # `key_released`: the engine already released the job's idempotency key, with its batch. `job`:
+    # the job Hash when the engine built it from `raw`, else nil (parsed here).
+    def process(queue, raw, key_released, job = nil)
+      job = job ? valid(job, raw) : parse(raw)
+      return unless job
+
       klass = nil
       begin
         info = class_info(job["class"])
@@ -126,13 +165,18 @@ module JobQueue
         return run_in_batch(klass, worker, job, queue) if job["bid"] # batch/runner.rb
 
         perform_job(klass, worker, job, queue, Context.in_json?(raw))
-      rescue Shutdown
-        raise
-      rescue Iterable::Interrupted
-        requeue_interrupted(job)
       rescue Exception => e # rubocop:disable Lint/RescueException
-        engine_call { @retry.failed(@fetcher, klass, job, raw, e) }
+        failed(klass, job, raw, e)
       end
+    end
+
+    # A job raised `error`: the server's shutdown goes on up; an iterable job interrupted by the
+    # stop goes back to its queue; anything else is filed under the retry rules.
+    def failed(klass, job, raw, error)
+      raise error if error.is_a?(Shutdown)
+      return requeue_interrupted(job) if error.is_a?(Iterable::Interrupted)
+
+      engine_call { @retry.failed(@fetcher, klass, job, raw, error) }
     end
 
     # `context`: whether the job may carry a worker context ("meta.*" fields; false when its JSON
@@ -169,12 +213,15 @@ module JobQueue
 
     # Malformed JSON, or JSON that is not a job hash, goes straight to the dead set, as in Sidekiq.
     def parse(raw)
-      job = JSON.parse(raw)
+      valid(JSON.parse(raw), raw)
+    rescue JSON::ParserError, EncodingError => e
+      bury(raw, e)
+    end
+
+    def valid(job, raw)
       return job if job.is_a?(Hash) && job["args"].is_a?(Array)
 
       bury(raw, InvalidJob.new("job is not a Hash with an \"args\" Array"))
-    rescue JSON::ParserError, EncodingError => e
-      bury(raw, e)
     end
 
     def bury(raw, error)

@@ -39,6 +39,7 @@ pub mod migrate;
 pub mod notify;
 pub mod ordered;
 pub mod pause;
+pub mod plain_json;
 pub mod resp;
 pub mod retry;
 pub mod scheduler;

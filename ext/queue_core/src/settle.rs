@@ -64,7 +64,7 @@ impl Settlement {
             _ => ("drop", keys.dead(), self.at),
         };
         let mut inv = script.prepare_invoke();
-        inv.key(&unit.working)
+        inv.key(&*unit.working)
             .key(keys.stat_processed())
             .key(keys.stat_processed_on(&date))
             .key(keys.stat_failed())

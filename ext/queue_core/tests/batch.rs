@@ -25,9 +25,9 @@ fn take(c: &mut redis::Connection, queue: &str) -> Unit {
         .expect("a job to take");
     Unit {
         index: 0,
-        queue: queue.to_owned(),
+        queue: queue.into(),
         raw,
-        working: WORKING.to_owned(),
+        working: WORKING.into(),
         key_released: false,
     }
 }

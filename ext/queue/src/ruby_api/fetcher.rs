@@ -21,6 +21,8 @@ use queue_core::retry::{Failure, RetryIn, WorkerRetry};
 use super::utf8_string;
 use crate::errors::blocking;
 
+mod run;
+
 /// Jobs up to this size are acknowledged with the GVL held: their `LREM` always fits the socket's
 /// buffer, so the write cannot block.
 const DONE_WITH_GVL_MAX: usize = 16 * 1024;
@@ -280,6 +282,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     let class = native.define_class("Fetcher", ruby.class_object())?;
     class.undef_default_alloc_func();
     class.define_method("next", magnus::method!(Fetcher::next, 1))?;
+    class.define_method("run", magnus::method!(Fetcher::run, 4))?;
     class.define_method("done", magnus::method!(Fetcher::done, 0))?;
     class.define_method("expired", magnus::method!(Fetcher::expired, 0))?;
     class.define_method("fail", magnus::method!(Fetcher::fail, 5))?;

@@ -7,6 +7,7 @@ pub mod engine;
 pub mod fetcher;
 pub mod inspect;
 pub mod iterable;
+pub mod job_hash;
 pub mod limits;
 pub mod log;
 pub mod metrics;

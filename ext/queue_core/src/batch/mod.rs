@@ -24,6 +24,7 @@ pub mod member;
 pub mod push;
 pub mod settle;
 pub mod store;
+pub mod validity;
 
 pub use member::Member;
 

@@ -17,20 +17,22 @@ impl Member {
     /// Plain commands (no script: an `EVAL`'s fixed cost per ack was most of a batch's overhead);
     /// the marker is pushed even when the `LREM` took nothing (an ack written twice), and the
     /// checker counts each jid once.
+    ///
+    /// Written straight into one buffer (`resp.rs`): it is built once per job.
     pub fn ack_packet(&self, keys: &Keys, unit: &Unit) -> Vec<u8> {
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        pipe.cmd("LREM").arg(&unit.working).arg(-1).arg(&unit.raw);
-        let mut push = redis::cmd("LPUSH");
-        push.arg(keys.batch_acks());
-        if !self.bid.is_empty() {
-            push.arg(self.marker());
-        }
-        if !self.callback.is_empty() {
-            push.arg(format!("d {}", self.callback));
-        }
-        pipe.add_command(push);
-        pipe.get_packed_pipeline()
+        let acks = keys.batch_acks();
+        let marker = (!self.bid.is_empty()).then(|| self.marker());
+        let callback = (!self.callback.is_empty()).then(|| format!("d {}", self.callback));
+        let lrem: [&[u8]; 4] = [b"LREM", unit.working.as_bytes(), b"-1", &unit.raw];
+        let mut lpush: Vec<&[u8]> = vec![b"LPUSH", acks.as_bytes()];
+        lpush.extend(marker.as_deref().map(str::as_bytes));
+        lpush.extend(callback.as_deref().map(str::as_bytes));
+        let mut out = Vec::with_capacity(crate::resp::size(&lrem) + crate::resp::size(&lpush) + 32);
+        crate::resp::command(&mut out, &[b"MULTI"]);
+        crate::resp::command(&mut out, &lrem);
+        crate::resp::command(&mut out, &lpush);
+        crate::resp::command(&mut out, &[b"EXEC"]);
+        out
     }
 
     /// `s<n>:<bid><jid>` for a job that never failed, `r<n>:<bid><jid>` for one that did (only it
@@ -71,5 +73,51 @@ impl Member {
             "at": float_string(now_f64()),
         });
         inv.arg(spec.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The packet as the crate's pipeline writes it.
+    fn crates_packet(member: &Member, keys: &Keys, unit: &Unit) -> Vec<u8> {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        pipe.cmd("LREM").arg(&*unit.working).arg(-1).arg(&unit.raw);
+        let mut push = redis::cmd("LPUSH");
+        push.arg(keys.batch_acks());
+        if !member.bid.is_empty() {
+            push.arg(member.marker());
+        }
+        if !member.callback.is_empty() {
+            push.arg(format!("d {}", member.callback));
+        }
+        pipe.add_command(push);
+        pipe.get_packed_pipeline()
+    }
+
+    #[test]
+    fn the_ack_packet_is_the_crates_multi() {
+        let keys = Keys::new("app");
+        let unit = Unit {
+            index: 0,
+            queue: "default".into(),
+            raw: br#"{"class":"W","args":[],"jid":"j1","bid":"b1"}"#.to_vec(),
+            working: "jq:working:h:1:x:t1:default".into(),
+            key_released: false,
+        };
+        for member in [
+            Member::of(&unit.raw).expect("member"),
+            Member {
+                callback: "success:b1".into(),
+                ..Member::default()
+            },
+        ] {
+            assert_eq!(
+                member.ack_packet(&keys, &unit),
+                crates_packet(&member, &keys, &unit)
+            );
+        }
     }
 }

@@ -221,12 +221,12 @@ impl Release {
             .arg(Keys::duplicate_meta(&self.key))
             .arg(keys.queue(&unit.queue))
             .arg(keys.queues())
-            .arg(&unit.working)
+            .arg(&*unit.working)
             .arg(if release { self.jid.as_str() } else { "" })
             .arg(job)
             .arg(new_jid)
             .arg(self.ttl)
-            .arg(&unit.queue)
+            .arg(&*unit.queue)
             .arg(if ack { unit.raw.as_slice() } else { b"" })
             .arg(if read { "1" } else { "0" });
         cmd
@@ -254,7 +254,7 @@ impl Release {
             .arg(job)
             .arg(new_jid)
             .arg(self.ttl)
-            .arg(&unit.queue);
+            .arg(&*unit.queue);
     }
 }
 

@@ -4,6 +4,8 @@
 //! Each call is built here once and sent on whichever connection the caller has: a fetcher's
 //! synchronous one ([`crate::link::blocking::SyncConn`]) or a background task's async [`Conn`].
 
+use std::sync::Arc;
+
 use redis::{ScriptInvocation, Value};
 
 use crate::clock::utc_date;
@@ -43,7 +45,7 @@ pub fn fetch_invocation(
         inv.key(keys.queue(shared.order.name(q))).key(&working[q]);
     }
     for r in req.returns {
-        inv.key(&r.working).key(keys.queue(&r.queue));
+        inv.key(&*r.working).key(keys.queue(&r.queue));
     }
     inv.arg(shared.concurrency)
         .arg(req.queues.len())
@@ -79,14 +81,15 @@ pub fn fetched_units(
         .and_then(|p| req.queues.get(p))
         .map(|&(q, _)| q)
         .ok_or_else(|| Error::redis(format!("fetch returned unknown queue pair {pair}")))?;
-    let queue = shared.order.name(index);
+    let queue: Arc<str> = shared.order.name(index).into();
+    let list: Arc<str> = working[index].as_str().into();
     Ok(items
         .filter_map(|v| match v {
             Value::BulkString(raw) => Some(Unit {
                 index,
-                queue: queue.to_owned(),
+                queue: queue.clone(),
                 raw,
-                working: working[index].clone(),
+                working: list.clone(),
                 key_released: false,
             }),
             _ => None,
@@ -98,12 +101,12 @@ pub fn fetched_units(
 /// reply (the fetcher's connection switches replies off: `link/reply_mode.rs`), so the fetcher writes
 /// it and goes on without waiting. Redis runs it before anything the fetcher sends later on the same
 /// connection.
+/// Built once per job, straight into one buffer (`resp.rs`).
 pub fn ack_command(unit: &Unit) -> Vec<u8> {
-    redis::cmd("LREM")
-        .arg(&unit.working)
-        .arg(-1)
-        .arg(&unit.raw)
-        .get_packed_command()
+    let args: [&[u8]; 4] = [b"LREM", unit.working.as_bytes(), b"-1", &unit.raw];
+    let mut out = Vec::with_capacity(crate::resp::size(&args));
+    crate::resp::command(&mut out, &args);
+    out
 }
 
 /// What became of a fetch call whose reply was lost.
@@ -151,7 +154,8 @@ pub fn claim_lost_batch(
             .arg(count - 1),
     )?;
     raws.reverse();
-    let queue = shared.order.name(index);
+    let queue: Arc<str> = shared.order.name(index).into();
+    let list: Arc<str> = working[index].as_str().into();
     tracing::warn!(
         queue = %queue,
         jobs = raws.len(),
@@ -163,9 +167,9 @@ pub fn claim_lost_batch(
             .into_iter()
             .map(|raw| Unit {
                 index,
-                queue: queue.to_owned(),
+                queue: queue.clone(),
                 raw,
-                working: working[index].clone(),
+                working: list.clone(),
                 key_released: false,
             })
             .collect(),
@@ -188,7 +192,7 @@ pub fn requeue_invocations(keys: &Keys, units: &[Unit]) -> Vec<ScriptInvocation<
     for u in units {
         match groups
             .iter_mut()
-            .find(|(w, q, _)| *w == u.working && *q == u.queue)
+            .find(|(w, q, _)| *w == &*u.working && *q == &*u.queue)
         {
             Some(g) => g.2.push(&u.raw),
             None => groups.push((&u.working, &u.queue, vec![&u.raw])),

@@ -145,41 +145,89 @@ impl Fetcher {
     /// The next job if one is already in memory and may start now: no I/O, no need to release the
     /// GVL. `None` also when the batch must first look at the higher queues ([`Fetcher::next`] does).
     pub fn next_buffered(&mut self) -> Option<(String, Vec<u8>)> {
+        self.start_buffered().then(|| self.running_copy()).flatten()
+    }
+
+    /// [`Fetcher::next_buffered`] without copying the job out: true when a job started, which
+    /// [`Fetcher::with_running`] then reads in place.
+    pub fn start_buffered(&mut self) -> bool {
         if self.shared.is_quiet() {
-            return None;
+            return false;
         }
         let mut s = lock(&self.slot);
-        let index = s.buffer.front()?.index;
+        let Some(index) = s.buffer.front().map(|u| u.index) else {
+            return false;
+        };
         if self.shared.paused.is_paused(index)
             || self
                 .pace
                 .look_up_due(index, &self.shared.order, Instant::now())
         {
-            return None;
+            return false;
         }
-        let unit = s.buffer.pop_front()?;
-        Some(start(&mut s, &mut self.started, &self.lines, unit))
+        let Some(unit) = s.buffer.pop_front() else {
+            return false;
+        };
+        start(&mut s, &mut self.started, &self.lines, unit);
+        true
+    }
+
+    /// Whether batch `bid` is valid, when it was read less than a second ago (no I/O).
+    pub fn batch_valid_cached(&self, bid: &str) -> Option<bool> {
+        self.shared.batch_validity.cached(bid, Instant::now())
+    }
+
+    /// Whether batch `bid` is valid: the answer of the last second, or one round trip. Call it
+    /// with the GVL released.
+    pub fn batch_valid(&mut self, bid: &str) -> Result<bool> {
+        if let Some(valid) = self.batch_valid_cached(bid) {
+            return Ok(valid);
+        }
+        let valid = self.round_trip(|conn| crate::batch::store::valid(conn, bid))?;
+        self.shared
+            .batch_validity
+            .remember(bid, valid, Instant::now());
+        Ok(valid)
+    }
+
+    /// `f` of the running job (its queue and bytes are in the [`Unit`]), read in place; `None` when
+    /// no job is running.
+    pub fn with_running<R>(&self, f: impl FnOnce(&Unit) -> R) -> Option<R> {
+        lock(&self.slot).current.as_ref().map(|(unit, _)| f(unit))
+    }
+
+    fn running_copy(&self) -> Option<(String, Vec<u8>)> {
+        self.with_running(|unit| (unit.queue.to_string(), unit.raw.clone()))
     }
 
     /// The next job, waiting up to `timeout` for one. `None` when the wait ran out or the process is
     /// quiet. Blocks: call it with the GVL released.
     pub fn next(&mut self, timeout: Duration) -> Result<Option<(String, Vec<u8>)>> {
+        Ok(self
+            .start_next(timeout)?
+            .then(|| self.running_copy())
+            .flatten())
+    }
+
+    /// [`Fetcher::next`] without copying the job out: true when a job started (read it with
+    /// [`Fetcher::with_running`]). Blocks: call it with the GVL released.
+    pub fn start_next(&mut self, timeout: Duration) -> Result<bool> {
         let deadline = Instant::now() + timeout;
         loop {
             if self.shared.is_quiet() {
-                return Ok(None);
+                return Ok(false);
             }
             self.recover_leftovers()?;
             self.hand_back_paused()?;
             self.look_up_if_due()?;
-            if let Some(job) = self.next_buffered() {
-                return Ok(Some(job));
+            if self.start_buffered() {
+                return Ok(true);
             }
             if let Some(unit) = self.shared.try_handoff() {
-                match self.begin_unless_paused(unit) {
-                    Some(job) => return Ok(Some(job)),
-                    None => continue,
+                if self.begin_unless_paused(unit) {
+                    return Ok(true);
                 }
+                continue;
             }
             if self.fetch_due() {
                 match self.fetch_batch()? {
@@ -194,17 +242,18 @@ impl Fetcher {
                 }
             }
             if let Some(unit) = self.shared.steal(&self.slot) {
-                return Ok(Some(self.begin(unit)));
+                self.begin(unit);
+                return Ok(true);
             }
             let now = Instant::now();
             if now >= deadline {
-                return Ok(None);
+                return Ok(false);
             }
             if let Some(unit) = self.shared.park(deadline - now) {
-                match self.begin_unless_paused(unit) {
-                    Some(job) => return Ok(Some(job)),
-                    None => continue,
+                if self.begin_unless_paused(unit) {
+                    return Ok(true);
                 }
+                continue;
             }
         }
     }
@@ -221,16 +270,17 @@ impl Fetcher {
 
     /// Starts a job an idle waiter handed over, unless its queue was paused since: then it joins the
     /// buffer, which hands it back (`hand_back_paused`) on the next turn.
-    fn begin_unless_paused(&mut self, unit: Unit) -> Option<(String, Vec<u8>)> {
+    fn begin_unless_paused(&mut self, unit: Unit) -> bool {
         if self.shared.paused.is_paused(unit.index) {
             lock(&self.slot).buffer.push_back(unit);
-            return None;
+            return false;
         }
-        Some(self.begin(unit))
+        self.begin(unit);
+        true
     }
 
-    fn begin(&mut self, unit: Unit) -> (String, Vec<u8>) {
-        start(&mut lock(&self.slot), &mut self.started, &self.lines, unit)
+    fn begin(&mut self, unit: Unit) {
+        start(&mut lock(&self.slot), &mut self.started, &self.lines, unit);
     }
 
     /// The running job finished. Its acknowledgement is written now, without waiting for a reply;
@@ -827,17 +877,10 @@ impl Drop for Fetcher {
     }
 }
 
-fn start(
-    slot: &mut Slot,
-    started: &mut Option<Instant>,
-    lines: &JobLines,
-    unit: Unit,
-) -> (String, Vec<u8>) {
+fn start(slot: &mut Slot, started: &mut Option<Instant>, lines: &JobLines, unit: Unit) {
     lines.start(&unit.raw);
-    let job = (unit.queue.clone(), unit.raw.clone());
     slot.current = Some((unit, now_f64() as i64));
     *started = Some(Instant::now());
-    job
 }
 
 fn prepend(buffer: &mut VecDeque<Unit>, units: Vec<Unit>) {

@@ -86,9 +86,9 @@ pub async fn run(shared: Arc<FetchShared>, index: usize, working: String) {
                 tracing::debug!(queue = %queue, "idle wait took a job for an idle thread");
                 let unit = Unit {
                     index,
-                    queue: queue.clone(),
+                    queue: queue.as_str().into(),
                     raw,
-                    working: working.clone(),
+                    working: working.as_str().into(),
                     key_released: false,
                 };
                 // The process went quiet, or the queue was paused, while the BLMOVE waited: put the

@@ -38,16 +38,19 @@ pub use fetcher::Fetcher;
 pub use order::QueueOrder;
 pub use shared::{Busy, FetchShared};
 
+use std::sync::Arc;
+
 /// One job a fetcher holds: where it came from, its bytes, and the working list that keeps it safe
 /// until it is acknowledged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unit {
     /// Index of its queue in the process's [`QueueOrder`].
     pub index: usize,
-    pub queue: String,
+    /// Shared by the jobs of a batch (as `working` is): a count, not a copy, per job.
+    pub queue: Arc<str>,
     pub raw: Vec<u8>,
     /// The working list that holds it until it is acknowledged.
-    pub working: String,
+    pub working: Arc<str>,
     /// Its idempotency key went out with its batch's early releases (`until_executing`), so nothing
     /// is left to release when it starts.
     pub key_released: bool,

@@ -39,6 +39,8 @@ pub struct FetchShared {
     pub paused: PausedFlags,
     /// Concurrency slots and rate tokens this capsule leased (`limits::lease`).
     pub leases: crate::limits::Leases,
+    /// Which batches are valid, read once a second for all of this capsule's fetchers.
+    pub batch_validity: crate::batch::validity::Validity,
     quiet: AtomicBool,
     handoff: Mutex<VecDeque<Unit>>,
     work_ready: Condvar,
@@ -116,6 +118,7 @@ impl FetchShared {
             metrics,
             paused: PausedFlags::new(order.len()),
             leases: crate::limits::Leases::default(),
+            batch_validity: Default::default(),
             identity: identity.to_owned(),
             order,
             concurrency: concurrency.max(1),
@@ -256,7 +259,7 @@ impl FetchShared {
                 let s = lock(slot);
                 s.current.as_ref().map(|(u, run_at)| Busy {
                     tid: s.tid.clone(),
-                    queue: u.queue.clone(),
+                    queue: u.queue.to_string(),
                     raw: u.raw.clone(),
                     run_at: *run_at,
                 })

@@ -151,13 +151,13 @@ pub fn acquire_invocation(
     ask: &Ask,
 ) -> ScriptInvocation<'static> {
     let mut inv = ACQUIRE.prepare_invoke();
-    inv.key(&unit.working)
+    inv.key(&*unit.working)
         .key(keys.schedule())
         .arg(keys.namespace())
         .arg(&unit.raw)
         .arg(identity)
         .arg(&req.jid)
-        .arg(&unit.queue);
+        .arg(&*unit.queue);
     match &req.concurrency {
         Some((lkey, cap)) => inv.arg(lkey).arg(*cap),
         None => inv.arg("").arg(0),

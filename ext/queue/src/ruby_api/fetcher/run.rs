@@ -1,0 +1,276 @@
+//! `Fetcher#run`: a processor thread's loop over its jobs, with the common job run by the binding
+//! itself rather than by `Processor#process` in Ruby.
+//!
+//! Most jobs a server runs ask nothing of the processor's Ruby code: no server middleware, job log
+//! lines written by the engine, no worker context, deduplication, expiry, limits or batch. For such
+//! a job `run` builds the job Hash from its JSON (`job_hash.rs`, as `JSON.parse` builds it), makes
+//! the worker, gives it its `jid` (and the processor, for workers that take `_context=`), sets the
+//! job as the thread's log context (`Logging.with_job`), calls `perform(*args)`, and acknowledges
+//! the job — per job a handful of C calls, where Ruby spent ~9 µs on the same steps. Every other job,
+//! and every job of a class the processor does not clear (`Processor#native_class`), goes back to
+//! Ruby unchanged, with its Hash when one was built. An exception out of `perform` (or `new`, or
+//! `jid=`) goes back to Ruby too, which files it as `process` does.
+//!
+//! Returns nil (no job within the wait, or the process is quiet), true (jobs ran here and the
+//! buffer is empty, or `limit` jobs ran), `[queue, json, key_released, job]` for Ruby to process
+//! (`job` nil when no Hash was built), or `[:failed, klass, job, json, error]` for Ruby to file.
+
+use std::time::Duration;
+
+use magnus::value::{LazyId, ReprValue};
+use magnus::{Error, RArray, RHash, RString, Ruby, Value};
+use queue_core::fetch::Unit;
+
+use super::Fetcher;
+use crate::errors::blocking;
+use crate::ruby_api::job_hash::{self, Top};
+use crate::ruby_api::utf8_string;
+
+static PERFORM: LazyId = LazyId::new("perform");
+static NEW: LazyId = LazyId::new("new");
+static JID_SET: LazyId = LazyId::new("jid=");
+static CONTEXT_SET: LazyId = LazyId::new("_context=");
+static NATIVE_CLASS: LazyId = LazyId::new("native_class");
+/// `JobQueue::Logging::CONTEXT`: the running job, for the log lines it writes.
+static LOG_CONTEXT: LazyId = LazyId::new("job_queue_log_job");
+/// `JobQueue::Batch::RUNNING`: the bid of the running job's batch, for `batch.jobs { }` in it.
+static BATCH_RUNNING: LazyId = LazyId::new("jq_batch_running_bid");
+static BID_SET: LazyId = LazyId::new("bid=");
+/// `JobQueue::Context::THREAD_KEY`: the worker context, which a job without `meta.*` fields runs
+/// without.
+static WORKER_CONTEXT: LazyId = LazyId::new("job_queue_context");
+
+/// What became of one job.
+enum Turn {
+    /// Ran and acknowledged.
+    Ran,
+    /// For Ruby: the value `run` returns.
+    Ruby(Value),
+}
+
+/// A job class cleared to run here, as `Processor#native_class` answers: `[klass, takes_jid,
+/// takes_context, takes_bid]`.
+struct Class {
+    klass: Value,
+    jid: bool,
+    context: bool,
+    bid: bool,
+}
+
+impl Fetcher {
+    /// `run(timeout, limit, classes, processor)`: runs jobs until the buffer is empty or `limit` of
+    /// them ran, waiting up to `timeout` seconds for the first. `classes` is the processor's cache of
+    /// `native_class` answers (class name => answer), or nil when every job must go to Ruby (server
+    /// middleware, job lines written in Ruby).
+    pub(super) fn run(
+        ruby: &Ruby,
+        rb_self: &Self,
+        timeout: f64,
+        limit: usize,
+        classes: Option<RHash>,
+        processor: Value,
+    ) -> Result<Value, Error> {
+        let mut ran = 0;
+        loop {
+            let started = if ran == 0 {
+                rb_self.start_waiting(timeout)?
+            } else {
+                rb_self.lock().start_buffered()
+            };
+            if !started {
+                return Ok(if ran == 0 {
+                    ruby.qnil().as_value()
+                } else {
+                    ruby.qtrue().as_value()
+                });
+            }
+            match rb_self.turn(ruby, classes, processor)? {
+                Turn::Ran => ran += 1,
+                Turn::Ruby(work) => return Ok(work),
+            }
+            if ran >= limit {
+                return Ok(ruby.qtrue().as_value());
+            }
+        }
+    }
+
+    /// Starts the next job: from the buffer, or waiting for one with the GVL released.
+    fn start_waiting(&self, timeout: f64) -> Result<bool, Error> {
+        if self.lock().start_buffered() {
+            return Ok(true);
+        }
+        let wait = Duration::from_secs_f64(timeout.clamp(0.0, 2.0));
+        let inner = &self.inner;
+        blocking(move || {
+            inner
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .start_next(wait)
+        })
+    }
+
+    /// The started job: run here, or handed to Ruby.
+    fn turn(&self, ruby: &Ruby, classes: Option<RHash>, processor: Value) -> Result<Turn, Error> {
+        let built = match classes {
+            Some(_) => self
+                .lock()
+                .with_running(|unit| job_hash::build(ruby, &unit.raw))
+                .flatten(),
+            None => None,
+        };
+        let Some((job, top)) = built else {
+            return self.to_ruby(ruby, None).map(Turn::Ruby);
+        };
+        let key_released = self.lock().running_key_released();
+        let class = match classes {
+            Some(classes) if runs_here(&top, key_released) => class_of(classes, &top, processor),
+            _ => None,
+        };
+        let (Some(class), Some(args)) = (class, RArray::from_value(top.args)) else {
+            return self.to_ruby(ruby, Some(job)).map(Turn::Ruby);
+        };
+        match self.perform(ruby, &class, job, &top, args, processor) {
+            Ok(()) => {
+                self.done()?;
+                Ok(Turn::Ran)
+            }
+            Err(error) => match error.value() {
+                Some(exception) if exception.is_kind_of(ruby.exception_exception()) => {
+                    let raw = self.running_raw(ruby);
+                    let failed = ruby.ary_new_capa(5);
+                    failed.push(ruby.to_symbol("failed"))?;
+                    failed.push(class.klass)?;
+                    failed.push(job)?;
+                    failed.push(raw)?;
+                    failed.push(exception)?;
+                    Ok(Turn::Ruby(failed.as_value()))
+                }
+                // A jump (the thread killed, a throw without its catch): on its way up.
+                _ => Err(error),
+            },
+        }
+    }
+
+    /// `[queue, json, key_released, job]` of the running job, for `Processor#process`.
+    fn to_ruby(&self, ruby: &Ruby, job: Option<Value>) -> Result<Value, Error> {
+        let fetcher = self.lock();
+        let key_released = fetcher.running_key_released();
+        let strings = fetcher
+            .with_running(|unit: &Unit| (ruby.str_new(&unit.queue), utf8_string(ruby, &unit.raw)));
+        drop(fetcher);
+        let Some((queue, raw)) = strings else {
+            return Ok(ruby.qnil().as_value());
+        };
+        let work = ruby.ary_new_capa(4);
+        work.push(queue)?;
+        work.push(raw)?;
+        work.push(key_released)?;
+        work.push(job)?;
+        Ok(work.as_value())
+    }
+
+    fn running_raw(&self, ruby: &Ruby) -> Value {
+        self.lock()
+            .with_running(|unit| utf8_string(ruby, &unit.raw).as_value())
+            .unwrap_or_else(|| ruby.qnil().as_value())
+    }
+}
+
+/// Whether nothing in the job asks for `Processor#process`: a worker context to restore, a key to
+/// release, an expiry. A batch's job runs here when its bid is a String (`Batch::Runner`'s steps
+/// are `perform`'s below).
+fn runs_here(top: &Top, key_released: bool) -> bool {
+    let dedup = top.idempotency_key && !key_released && !top.duplicate_of;
+    let bid = top.bid.is_nil() || RString::from_value(top.bid).is_some();
+    !(top.meta || dedup || top.expires_at) && bid
+}
+
+/// The job's class, when the processor clears it to run here (asked once per class and thread).
+fn class_of(classes: RHash, top: &Top, processor: Value) -> Option<Class> {
+    let name = RString::from_value(top.class)?;
+    let answer = match classes.get(name) {
+        Some(answer) => answer,
+        // An error (an unknown class) is Ruby's to report, as the job's failure.
+        None => processor.funcall(*NATIVE_CLASS, (name,)).ok()?,
+    };
+    let answer = RArray::from_value(answer)?;
+    Some(Class {
+        klass: answer.entry(0).ok()?,
+        jid: answer.entry::<Value>(1).ok()?.to_bool(),
+        context: answer.entry::<Value>(2).ok()?.to_bool(),
+        bid: answer.entry::<Value>(3).ok()?.to_bool(),
+    })
+}
+
+impl Fetcher {
+    /// What `Processor#process` (and `Batch::Runner`) do for a job that asks nothing more: the
+    /// worker, its `jid`; for a batch's job, nothing more if the batch was invalidated (the job
+    /// counts as done unrun), else the worker's `bid` and the thread's running batch; the job as the
+    /// log context; `perform(*args)`.
+    fn perform(
+        &self,
+        ruby: &Ruby,
+        class: &Class,
+        job: Value,
+        top: &Top,
+        args: RArray,
+        processor: Value,
+    ) -> Result<(), Error> {
+        let worker: Value = class.klass.funcall(*NEW, ())?;
+        if class.jid {
+            let _: Value = worker.funcall(*JID_SET, (top.jid,))?;
+        }
+        if class.context {
+            let _: Value = worker.funcall(*CONTEXT_SET, (processor,))?;
+        }
+        let Some(bid) = RString::from_value(top.bid) else {
+            return run_job(ruby, worker, job, args);
+        };
+        if !self.batch_valid(bid)? {
+            return Ok(());
+        }
+        if class.bid {
+            let _: Value = worker.funcall(*BID_SET, (bid,))?;
+        }
+        let thread = ruby.thread_current();
+        let before: Value = thread.local_aref(*BATCH_RUNNING)?;
+        thread.local_aset(*BATCH_RUNNING, bid)?;
+        let result = run_job(ruby, worker, job, args);
+        thread.local_aset(*BATCH_RUNNING, before)?;
+        result
+    }
+
+    /// Whether the batch is valid: from the last second's answer, or one round trip with the GVL
+    /// released.
+    fn batch_valid(&self, bid: RString) -> Result<bool, Error> {
+        let bid = bid.to_string()?;
+        if let Some(valid) = self.lock().batch_valid_cached(&bid) {
+            return Ok(valid);
+        }
+        let inner = &self.inner;
+        blocking(move || {
+            inner
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .batch_valid(&bid)
+        })
+    }
+}
+
+/// The job as the thread's log context (and no worker context), `perform(*args)`.
+fn run_job(ruby: &Ruby, worker: Value, job: Value, args: RArray) -> Result<(), Error> {
+    let thread = ruby.thread_current();
+    let log_before: Value = thread.local_aref(*LOG_CONTEXT)?;
+    let context_before: Value = thread.local_aref(*WORKER_CONTEXT)?;
+    thread.local_aset(*LOG_CONTEXT, job)?;
+    if !context_before.is_nil() {
+        thread.local_aset(*WORKER_CONTEXT, ruby.qnil())?;
+    }
+    // SAFETY: Ruby copies the arguments into the method's frame before any Ruby code runs.
+    let result = worker.funcall_public::<_, _, Value>(*PERFORM, unsafe { args.as_slice() });
+    thread.local_aset(*LOG_CONTEXT, log_before)?;
+    if !context_before.is_nil() {
+        thread.local_aset(*WORKER_CONTEXT, context_before)?;
+    }
+    result.map(|_| ())
+}

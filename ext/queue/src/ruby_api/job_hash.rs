@@ -1,0 +1,262 @@
+//! A job's Hash built by the engine from its JSON, as `JSON.parse` would build it, and what a
+//! processor needs to know of it, read on the way.
+//!
+//! The reading is `queue_core::plain_json`: it declines everything it cannot read exactly as the
+//! json gem does (a `\u` escape, a Bignum, a long float, a comment…), and then the job takes Ruby's
+//! `JSON.parse` as before. What it builds is what the gem builds: a Hash whose keys are the
+//! interned frozen Strings `Hash#[]=` makes of the gem's keys, unfrozen UTF-8 Strings, Integers,
+//! Floats, Arrays, Hashes, true, false and nil (`spec/api/native_job_hash_spec.rb` compares the two
+//! on generated and hand-written JSON).
+//!
+//! Built with Ruby's C API directly: none of the functions used raises (short of running out of
+//! memory), and every value is stored in its parent as soon as it is made, so the garbage collector
+//! finds it from the root on the stack.
+
+use std::ffi::c_long;
+use std::sync::OnceLock;
+
+use magnus::rb_sys::{AsRawValue, FromRawValue};
+use magnus::{prelude::*, Ruby, Value};
+use queue_core::plain_json::{self, Build};
+use rb_sys::VALUE;
+
+/// The top-level fields of a job the processor looks at, as the Hash holds them (the last of a
+/// duplicated key).
+#[derive(Clone, Copy)]
+pub struct Top {
+    pub class: Value,
+    pub jid: Value,
+    pub args: Value,
+    /// Its `idempotency_key` is neither nil nor false.
+    pub idempotency_key: bool,
+    pub duplicate_of: bool,
+    pub expires_at: bool,
+    /// Its batch's bid (nil for none).
+    pub bid: Value,
+    /// A key starting with `meta.`: a worker context.
+    pub meta: bool,
+}
+
+/// A job's Hash, with its [`Top`] fields; `None` when the reader declined the JSON or it is not an
+/// object.
+pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
+    let nil = ruby.qnil().as_value();
+    let mut builder = RubyBuild {
+        nil: nil.as_raw(),
+        yes: ruby.qtrue().as_value().as_raw(),
+        no: ruby.qfalse().as_value().as_raw(),
+        top: Top {
+            class: nil,
+            jid: nil,
+            args: nil,
+            idempotency_key: false,
+            duplicate_of: false,
+            expires_at: false,
+            bid: nil,
+            meta: false,
+        },
+    };
+    let value = plain_json::parse(raw, &mut builder)?;
+    // SAFETY: a VALUE this builder just made, or a special constant.
+    let hash = unsafe { Value::from_raw(value) };
+    // Keys at depth 1 come only from an object at the top, which this checks for.
+    magnus::RHash::from_value(hash)?;
+    Some((hash, builder.top))
+}
+
+struct RubyBuild {
+    nil: VALUE,
+    yes: VALUE,
+    no: VALUE,
+    top: Top,
+}
+
+impl Build for RubyBuild {
+    type Value = VALUE;
+
+    fn null(&mut self) -> VALUE {
+        self.nil
+    }
+
+    fn boolean(&mut self, value: bool) -> VALUE {
+        if value {
+            self.yes
+        } else {
+            self.no
+        }
+    }
+
+    fn integer(&mut self, value: i64) -> VALUE {
+        // SAFETY: allocates a Bignum at most; does not raise.
+        unsafe { rb_sys::rb_ll2inum(value) }
+    }
+
+    fn float(&mut self, value: f64) -> VALUE {
+        // SAFETY: a flonum, or a heap Float for extreme exponents; does not raise.
+        unsafe { rb_sys::rb_float_new(value) }
+    }
+
+    fn string(&mut self, value: &[u8]) -> VALUE {
+        // SAFETY: the reader hands over valid UTF-8; the bytes are copied.
+        unsafe { rb_sys::rb_utf8_str_new(value.as_ptr().cast(), value.len() as c_long) }
+    }
+
+    fn array(&mut self) -> VALUE {
+        // SAFETY: a new empty Array.
+        unsafe { rb_sys::rb_ary_new() }
+    }
+
+    fn push(&mut self, array: VALUE, item: VALUE) {
+        // SAFETY: `array` is an unfrozen Array this builder made.
+        unsafe {
+            rb_sys::rb_ary_push(array, item);
+        }
+    }
+
+    fn object(&mut self) -> VALUE {
+        // SAFETY: a new empty Hash.
+        unsafe { rb_sys::rb_hash_new() }
+    }
+
+    fn insert(&mut self, object: VALUE, key: &[u8], value: VALUE, depth: usize) {
+        // SAFETY: `object` is an unfrozen Hash this builder made; the key is a frozen String.
+        unsafe {
+            rb_sys::rb_hash_aset(object, interned(key), value);
+        }
+        if depth == 1 {
+            self.note_top(key, value);
+        }
+    }
+}
+
+/// The key `Hash#[]=` stores for the gem's String: the interned frozen String of the same text
+/// (the same object, where one exists already).
+fn interned(key: &[u8]) -> VALUE {
+    if let Some(at) = known_key(key) {
+        return KNOWN.get_or_init(intern_known)[at];
+    }
+    // SAFETY: valid UTF-8 bytes, copied if new.
+    unsafe { intern(key) }
+}
+
+/// # Safety
+/// With the GVL; `key` valid UTF-8.
+unsafe fn intern(key: &[u8]) -> VALUE {
+    rb_sys::rb_enc_interned_str(
+        key.as_ptr().cast(),
+        key.len() as c_long,
+        rb_sys::rb_utf8_encoding(),
+    )
+}
+
+/// Keys that Sidekiq, ActiveJob and GitLab write into most jobs, interned once and kept for the
+/// life of the process (Ruby would collect an interned String no one holds), so that building a job
+/// does not look each of them up in Ruby's table of interned Strings. The order is `known_key`'s
+/// (`spec/api/native_job_hash_spec.rb` builds a job holding every one).
+const KNOWN_KEYS: [&str; 24] = [
+    "class",
+    "args",
+    "retry",
+    "queue",
+    "jid",
+    "created_at",
+    "enqueued_at",
+    "bid",
+    "wrapped",
+    "retry_count",
+    "retried_at",
+    "failed_at",
+    "error_message",
+    "error_class",
+    "backtrace",
+    "tags",
+    "at",
+    "job_class",
+    "job_id",
+    "provider_job_id",
+    "queue_name",
+    "arguments",
+    "executions",
+    "locale",
+];
+
+fn known_key(key: &[u8]) -> Option<usize> {
+    Some(match key {
+        b"class" => 0,
+        b"args" => 1,
+        b"retry" => 2,
+        b"queue" => 3,
+        b"jid" => 4,
+        b"created_at" => 5,
+        b"enqueued_at" => 6,
+        b"bid" => 7,
+        b"wrapped" => 8,
+        b"retry_count" => 9,
+        b"retried_at" => 10,
+        b"failed_at" => 11,
+        b"error_message" => 12,
+        b"error_class" => 13,
+        b"backtrace" => 14,
+        b"tags" => 15,
+        b"at" => 16,
+        b"job_class" => 17,
+        b"job_id" => 18,
+        b"provider_job_id" => 19,
+        b"queue_name" => 20,
+        b"arguments" => 21,
+        b"executions" => 22,
+        b"locale" => 23,
+        _ => return None,
+    })
+}
+
+/// Interned VALUEs of [`KNOWN_KEYS`], made on the first job (a Ruby thread with the GVL).
+static KNOWN: OnceLock<Vec<VALUE>> = OnceLock::new();
+
+fn intern_known() -> Vec<VALUE> {
+    KNOWN_KEYS
+        .iter()
+        .map(|key| {
+            // SAFETY: called with the GVL (building a job); the String is marked for ever, so the
+            // VALUE stays valid and stays the interned String of its text.
+            unsafe {
+                let value = intern(key.as_bytes());
+                rb_sys::rb_gc_register_mark_object(value);
+                value
+            }
+        })
+        .collect()
+}
+
+impl RubyBuild {
+    fn note_top(&mut self, key: &[u8], value: VALUE) {
+        // SAFETY: a VALUE this builder just made or one of the special constants.
+        let as_value = || unsafe { Value::from_raw(value) };
+        match key {
+            b"class" => self.top.class = as_value(),
+            b"jid" => self.top.jid = as_value(),
+            b"args" => self.top.args = as_value(),
+            b"idempotency_key" => {
+                self.top.idempotency_key = value != self.nil && value != self.no;
+            }
+            b"duplicate-of" => self.top.duplicate_of = true,
+            b"expires_at" => self.top.expires_at = true,
+            b"bid" => self.top.bid = as_value(),
+            _ if key.starts_with(b"meta.") => self.top.meta = true,
+            _ => {}
+        }
+    }
+}
+
+/// `JobQueue::Native.job_hash(json)`: the Hash a server builds from a job's JSON, or nil where it
+/// leaves the JSON to `JSON.parse` (or it is not an object). For the specs that compare the two.
+fn job_hash(ruby: &Ruby, json: magnus::RString) -> Option<Value> {
+    // SAFETY: the bytes are read before any Ruby object is made; a job's JSON is not changed
+    // while it is read (no Ruby code runs).
+    let raw = unsafe { json.as_slice() }.to_vec();
+    build(ruby, &raw).map(|(hash, _)| hash)
+}
+
+pub fn define(native: &magnus::RModule) -> Result<(), magnus::Error> {
+    native.define_module_function("job_hash", magnus::function!(job_hash, 1))
+}

@@ -1,0 +1,314 @@
+//! JSON read as Ruby's json gem reads it (`JSON.parse` with its defaults, json 2.6), for the part of
+//! JSON where the two cannot differ; everything else is declined, to be parsed by Ruby.
+//!
+//! A server builds each job's Hash with this reader instead of `JSON.parse` (the binding's
+//! `job_hash.rs`), and a job's arguments must never change on the way. So it accepts only what it
+//! reads exactly as the gem does, and answers `None` for anything else:
+//!
+//! - strings of valid UTF-8 without control characters, with the escapes `\" \\ \/ \b \f \n \r \t`
+//!   (a `\u` escape is declined: the gem keeps lone surrogates its own way);
+//! - integers that fit an `i64` (the gem's `rb_cstr2inum` gives the same Integer);
+//! - floats of at most 17 significant digits whose value is a finite normal double, or a zero
+//!   written with zero digits: both sides round the decimal to the nearest double, so they agree;
+//!   longer mantissas, overflow and underflow (where the gem warns) are declined;
+//! - the four JSON whitespace bytes (the gem also skips `/* */` and `//` comments: declined);
+//! - objects, arrays, `true`, `false`, `null`, nested at most the gem's 100 levels deep; nothing
+//!   before or after the value, no trailing commas, no `NaN`/`Infinity` (the gem refuses them too).
+//!
+//! Duplicate keys go to the builder in order, so a Hash built with `[]=` keeps the last value, as
+//! the gem's does. The reader allocates nothing for a string without escapes.
+
+use std::borrow::Cow;
+
+/// The gem's `max_nesting` default: an array or object 101 levels deep raises there.
+pub const MAX_NESTING: usize = 100;
+/// Significant digits that any decimal of a double needs at most (Ruby's `Float#to_s` writes no more).
+const MAX_FLOAT_DIGITS: usize = 17;
+
+/// What the reader's values are built into: a Ruby Hash in the binding, `serde_json` in the tests.
+pub trait Build {
+    type Value: Copy;
+    fn null(&mut self) -> Self::Value;
+    fn boolean(&mut self, value: bool) -> Self::Value;
+    fn integer(&mut self, value: i64) -> Self::Value;
+    fn float(&mut self, value: f64) -> Self::Value;
+    /// `value` is valid UTF-8, already unescaped.
+    fn string(&mut self, value: &[u8]) -> Self::Value;
+    fn array(&mut self) -> Self::Value;
+    fn push(&mut self, array: Self::Value, item: Self::Value);
+    fn object(&mut self) -> Self::Value;
+    /// `depth` is 1 for the keys of the outermost object.
+    fn insert(&mut self, object: Self::Value, key: &[u8], value: Self::Value, depth: usize);
+}
+
+/// The value `raw` holds, built with `build`; `None` when it is not in the subset above (the builder
+/// may have been given part of it).
+pub fn parse<B: Build>(raw: &[u8], build: &mut B) -> Option<B::Value> {
+    // UTF-8 is checked where it can occur: outside strings the reader takes only ASCII.
+    let mut reader = Reader {
+        s: raw,
+        i: 0,
+        scratch: Vec::new(),
+    };
+    reader.skip_space();
+    let value = reader.value(build, 0)?;
+    reader.skip_space();
+    (reader.i == raw.len()).then_some(value)
+}
+
+struct Reader<'a> {
+    s: &'a [u8],
+    i: usize,
+    /// Where an escaped string is unescaped.
+    scratch: Vec<u8>,
+}
+
+impl<'a> Reader<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn skip_space(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    /// Consumes `byte` (after any whitespace) or declines.
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        self.skip_space();
+        (self.peek()? == byte).then(|| self.i += 1)
+    }
+
+    /// A value starting at the current byte; `depth` is the nesting of the container it is in.
+    fn value<B: Build>(&mut self, build: &mut B, depth: usize) -> Option<B::Value> {
+        match self.peek()? {
+            b'{' => self.object(build, depth + 1),
+            b'[' => self.array(build, depth + 1),
+            b'"' => {
+                let text = self.string()?;
+                Some(build.string(&text))
+            }
+            b't' => self.literal(b"true").map(|()| build.boolean(true)),
+            b'f' => self.literal(b"false").map(|()| build.boolean(false)),
+            b'n' => self.literal(b"null").map(|()| build.null()),
+            b'-' | b'0'..=b'9' => self.number(build),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.i + word.len();
+        (self.s.get(self.i..end)? == word).then(|| self.i = end)
+    }
+
+    fn object<B: Build>(&mut self, build: &mut B, depth: usize) -> Option<B::Value> {
+        if depth > MAX_NESTING {
+            return None;
+        }
+        self.i += 1;
+        let object = build.object();
+        self.skip_space();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(object);
+        }
+        loop {
+            self.skip_space();
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let key = self.string()?.into_owned_if_scratch();
+            self.expect(b':')?;
+            self.skip_space();
+            let value = self.value(build, depth)?;
+            build.insert(object, &key, value, depth);
+            self.skip_space();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(object);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn array<B: Build>(&mut self, build: &mut B, depth: usize) -> Option<B::Value> {
+        if depth > MAX_NESTING {
+            return None;
+        }
+        self.i += 1;
+        let array = build.array();
+        self.skip_space();
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(array);
+        }
+        loop {
+            self.skip_space();
+            let item = self.value(build, depth)?;
+            build.push(array, item);
+            self.skip_space();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(array);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The string whose opening quote is the current byte, unescaped: borrowed from the input when
+    /// it has no escapes.
+    fn string(&mut self) -> Option<Text<'a, '_>> {
+        self.i += 1;
+        let start = self.i;
+        let mut copied = false;
+        loop {
+            let rest = self.s.get(self.i..)?;
+            let found = memchr::memchr2(b'"', b'\\', rest)?;
+            let run = &rest[..found];
+            if run.iter().any(|&b| b < 0x20) {
+                return None;
+            }
+            // A run ends at a quote or a backslash, never inside a character.
+            if !run.is_ascii() {
+                std::str::from_utf8(run).ok()?;
+            }
+            if copied {
+                self.scratch.extend_from_slice(run);
+            }
+            let at = self.i + found;
+            if self.s[at] == b'"' {
+                self.i = at + 1;
+                return Some(if copied {
+                    Text::Scratch(&self.scratch)
+                } else {
+                    Text::Input(&self.s[start..at])
+                });
+            }
+            if !copied {
+                self.scratch.clear();
+                self.scratch.extend_from_slice(&self.s[start..at]);
+                copied = true;
+            }
+            let unescaped = match *self.s.get(at + 1)? {
+                b'"' => b'"',
+                b'\\' => b'\\',
+                b'/' => b'/',
+                b'b' => 0x08,
+                b'f' => 0x0c,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                _ => return None,
+            };
+            self.scratch.push(unescaped);
+            self.i = at + 2;
+        }
+    }
+
+    /// A number in JSON's grammar (which is the gem's), as an i64 or a double that the gem would
+    /// read alike.
+    fn number<B: Build>(&mut self, build: &mut B) -> Option<B::Value> {
+        let start = self.i;
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        let int_start = self.i;
+        match self.peek()? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => self.skip_digits(),
+            _ => return None,
+        }
+        let int_digits = &self.s[int_start..self.i];
+        let mut frac_digits: &[u8] = &[];
+        let mut float = false;
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            let from = self.i;
+            self.skip_digits();
+            if self.i == from {
+                return None;
+            }
+            frac_digits = &self.s[from..self.i];
+            float = true;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            let from = self.i;
+            self.skip_digits();
+            if self.i == from {
+                return None;
+            }
+            float = true;
+        }
+        // "01", "1.2.3", "1e5e5", "1-2": the gem fails on them; whatever it does, they are not ours.
+        if let Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') = self.peek() {
+            return None;
+        }
+        // ASCII: every byte was matched above.
+        let text = std::str::from_utf8(&self.s[start..self.i]).ok()?;
+        if !float {
+            return text.parse::<i64>().ok().map(|n| build.integer(n));
+        }
+        let significant = int_digits
+            .iter()
+            .chain(frac_digits)
+            .skip_while(|&&b| b == b'0')
+            .count();
+        if significant > MAX_FLOAT_DIGITS {
+            return None;
+        }
+        let value: f64 = text.parse().ok()?;
+        let exact_zero = significant == 0;
+        if value.is_normal() || (value == 0.0 && exact_zero) {
+            Some(build.float(value))
+        } else {
+            None
+        }
+    }
+
+    fn skip_digits(&mut self) {
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.i += 1;
+        }
+    }
+}
+
+/// A string read: from the input, or unescaped into the reader's scratch buffer.
+enum Text<'a, 'r> {
+    Input(&'a [u8]),
+    Scratch(&'r [u8]),
+}
+
+impl<'a> Text<'a, '_> {
+    /// The key of an object member outlives the reading of its value, which reuses the scratch
+    /// buffer: an escaped key is copied out.
+    fn into_owned_if_scratch(self) -> Cow<'a, [u8]> {
+        match self {
+            Text::Input(bytes) => Cow::Borrowed(bytes),
+            Text::Scratch(bytes) => Cow::Owned(bytes.to_vec()),
+        }
+    }
+}
+
+impl std::ops::Deref for Text<'_, '_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Text::Input(bytes) | Text::Scratch(bytes) => bytes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,233 @@
+//! The reader against `serde_json` on what it accepts, and on what it must decline.
+
+use serde_json::{json, Map, Value};
+
+use super::{parse, Build, MAX_NESTING};
+
+/// Builds `serde_json` values in an arena (the trait's values are `Copy` handles).
+#[derive(Default)]
+struct Arena {
+    nodes: Vec<Value>,
+    top_keys: Vec<String>,
+}
+
+impl Arena {
+    fn add(&mut self, value: Value) -> usize {
+        self.nodes.push(value);
+        self.nodes.len() - 1
+    }
+
+    fn take(&mut self, at: usize) -> Value {
+        std::mem::take(&mut self.nodes[at])
+    }
+}
+
+impl Build for Arena {
+    type Value = usize;
+
+    fn null(&mut self) -> usize {
+        self.add(Value::Null)
+    }
+
+    fn boolean(&mut self, value: bool) -> usize {
+        self.add(Value::Bool(value))
+    }
+
+    fn integer(&mut self, value: i64) -> usize {
+        self.add(json!(value))
+    }
+
+    fn float(&mut self, value: f64) -> usize {
+        self.add(json!(value))
+    }
+
+    fn string(&mut self, value: &[u8]) -> usize {
+        let text = std::str::from_utf8(value).expect("the reader hands over UTF-8");
+        self.add(Value::String(text.to_owned()))
+    }
+
+    fn array(&mut self) -> usize {
+        self.add(Value::Array(Vec::new()))
+    }
+
+    fn push(&mut self, array: usize, item: usize) {
+        let item = self.take(item);
+        self.nodes[array]
+            .as_array_mut()
+            .expect("an array")
+            .push(item);
+    }
+
+    fn object(&mut self) -> usize {
+        self.add(Value::Object(Map::new()))
+    }
+
+    fn insert(&mut self, object: usize, key: &[u8], value: usize, depth: usize) {
+        let key = std::str::from_utf8(key).expect("UTF-8 key").to_owned();
+        if depth == 1 {
+            self.top_keys.push(key.clone());
+        }
+        let value = self.take(value);
+        self.nodes[object]
+            .as_object_mut()
+            .expect("an object")
+            .insert(key, value);
+    }
+}
+
+fn read(raw: &str) -> Option<Value> {
+    let mut arena = Arena::default();
+    let at = parse(raw.as_bytes(), &mut arena)?;
+    Some(arena.take(at))
+}
+
+#[test]
+fn a_sidekiq_job_reads_as_serde_json_reads_it() {
+    let raw = r#"{"class":"HardWorker","args":[1,"two",{"three":[3.5,null,true,false]}],"retry":true,"queue":"default","jid":"0123456789abcdef01234567","created_at":1764294000.1234567,"enqueued_at":1764294000.123}"#;
+    let expected: Value = serde_json::from_str(raw).expect("valid JSON");
+    assert_eq!(read(raw), Some(expected));
+}
+
+#[test]
+fn whitespace_escapes_and_unicode_text() {
+    let raw = " {\n\t\"a\" : [ 1 , -2 , 0 , -0 ] ,\r\n \"b\\n\\\"q\\\"\" : \"x\\\\y\\/z\\b\\f\\n\\r\\t\" , \"ü\" : \"日本\" } ";
+    let expected = json!({"a": [1, -2, 0, 0], "b\n\"q\"": "x\\y/z\u{8}\u{c}\n\r\t", "ü": "日本"});
+    assert_eq!(read(raw), Some(expected));
+}
+
+#[test]
+fn any_value_at_the_top_and_empty_containers() {
+    assert_eq!(read("[]"), Some(json!([])));
+    assert_eq!(read("{}"), Some(json!({})));
+    assert_eq!(read("\"s\""), Some(json!("s")));
+    assert_eq!(read("12"), Some(json!(12)));
+    assert_eq!(read("null"), Some(Value::Null));
+    assert_eq!(read(" [ [ ] , { } ] "), Some(json!([[], {}])));
+}
+
+#[test]
+fn duplicate_keys_reach_the_builder_in_order_and_the_last_wins() {
+    let mut arena = Arena::default();
+    let at = parse(br#"{"a":1,"b":2,"a":3}"#, &mut arena).expect("read");
+    assert_eq!(arena.top_keys, ["a", "b", "a"]);
+    assert_eq!(arena.take(at), json!({"a": 3, "b": 2}));
+}
+
+#[test]
+fn only_the_outermost_keys_are_depth_one() {
+    let mut arena = Arena::default();
+    parse(
+        br#"{"args":[{"class":"Nested"}],"class":"Top"}"#,
+        &mut arena,
+    )
+    .expect("read");
+    assert_eq!(arena.top_keys, ["args", "class"]);
+}
+
+#[test]
+fn integers_to_the_edges_of_i64() {
+    assert_eq!(read("9223372036854775807"), Some(json!(i64::MAX)));
+    assert_eq!(read("-9223372036854775808"), Some(json!(i64::MIN)));
+    assert_eq!(
+        read("9223372036854775808"),
+        None,
+        "a Bignum is Ruby's to read"
+    );
+    assert_eq!(read("-9223372036854775809"), None);
+}
+
+#[test]
+fn floats_the_gem_reads_alike() {
+    for text in [
+        "0.1",
+        "1.5",
+        "-2.25",
+        "1e3",
+        "1E+3",
+        "2.5e-3",
+        "1764294000.1234567",
+        "0.30000000000000004",
+        "1.7976931348623157e308",
+        "2.2250738585072014e-308",
+        "12345678901234567e1",
+        "0.00000000000000000000012345678901234567",
+    ] {
+        let expected: f64 = text.parse().expect("a float");
+        assert_eq!(read(text), Some(json!(expected)), "{text}");
+    }
+    assert_eq!(read("0.0"), Some(json!(0.0)));
+    assert_eq!(read("0e7"), Some(json!(0.0)));
+    let negative_zero = read("-0.0").expect("read");
+    assert!(negative_zero.as_f64().expect("a float").is_sign_negative());
+}
+
+#[test]
+fn floats_it_leaves_to_ruby() {
+    for text in [
+        "1.2345678901234567891",  // 20 significant digits
+        "1e400",                  // overflow: the gem warns and gives Infinity
+        "1e-400",                 // underflow: a warning and zero
+        "4.9e-324",               // subnormal
+        "1.50000000000000000000", // trailing zeros count
+    ] {
+        assert_eq!(read(text), None, "{text}");
+    }
+}
+
+#[test]
+fn what_it_declines() {
+    let nested_too_deep = format!(
+        "{}{}",
+        "[".repeat(MAX_NESTING + 1),
+        "]".repeat(MAX_NESTING + 1)
+    );
+    let nested_at_the_limit = format!("{}{}", "[".repeat(MAX_NESTING), "]".repeat(MAX_NESTING));
+    assert!(read(&nested_at_the_limit).is_some());
+    for text in [
+        "",
+        " ",
+        "{",
+        "[1,]",
+        "{\"a\":1,}",
+        "{\"a\" 1}",
+        "{a:1}",
+        "[01]",
+        "[1.]",
+        "[.5]",
+        "[-]",
+        "[1e]",
+        "[+1]",
+        "[1.2.3]",
+        "[NaN]",
+        "[Infinity]",
+        "[-Infinity]",
+        "[tru]",
+        "[nul]",
+        "[true1]",
+        "\"\\u00e9\"",
+        "\"\\a\"",
+        "\"tab\there\"",
+        "\"unterminated",
+        "[1] [2]",
+        "[1] x",
+        "/* c */ [1]",
+        "[1 // c\n]",
+        "\u{feff}[1]",
+        "'single'",
+        &nested_too_deep,
+    ] {
+        assert_eq!(read(text), None, "{text:?}");
+    }
+    assert_eq!(
+        parse(b"\"\xff\"", &mut Arena::default()),
+        None,
+        "invalid UTF-8"
+    );
+    assert_eq!(parse(b"[\"\xc3\"]", &mut Arena::default()), None);
+}
+
+#[test]
+fn escaped_keys_keep_their_text_while_the_value_reuses_the_buffer() {
+    let raw = r#"{"k\"1":"v\"1","k\\2":["x\ty"]}"#;
+    assert_eq!(read(raw), Some(json!({"k\"1": "v\"1", "k\\2": ["x\ty"]})));
+}
