@@ -4,6 +4,7 @@ require_relative "job_retry"
 require_relative "job_run"
 require_relative "iterable"
 require_relative "batch/runner"
+require_relative "malloc_gc"
 
 module JobQueue
   # One processor thread: takes a job from its fetcher, runs the server middleware and `perform`,
@@ -40,6 +41,7 @@ module JobQueue
       @capsule_name = capsule_name
       @retry = JobRetry.new(config, launcher.engine)
       @classes = {}
+      @malloc_gc = MallocGc.for(config.gc_malloc_growth) # malloc_gc.rb
     end
 
     def start
@@ -55,7 +57,10 @@ module JobQueue
       until @launcher.quiet?
         ran = @ordered && engine_call { @ordered.step }
         work = engine_call { @fetcher.next(wait(ran)) }
-        process(*work) if work
+        next unless work
+
+        process(*work)
+        @malloc_gc&.job_done
       end
       engine_call { @ordered&.finish }
     rescue Shutdown
