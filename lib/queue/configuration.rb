@@ -219,9 +219,10 @@ module JobQueue
       @malloc_arena_max = max
     end
 
-    # Bytes malloc may grow by, in a server process, before its processor threads run a minor GC with
-    # an immediate sweep (4 MB by default; nil: only Ruby's own GC). It frees the buffers of dead
-    # Strings that Ruby's lazy sweep would keep until its next cycle. ARCHITECTURE.md, "Memory".
+    # Bytes Ruby may malloc since its last GC, in a server process, before its processor threads run a
+    # minor GC with an immediate sweep (4 MB by default; nil: only Ruby's own GC). It frees the buffers
+    # of dead Strings that Ruby's lazy sweep would keep until its next cycle (malloc_gc.rb;
+    # ARCHITECTURE.md, "Memory").
     def gc_malloc_growth=(bytes)
       unless bytes.nil? || (bytes.is_a?(Integer) && bytes.positive?)
         raise ArgumentError, "gc_malloc_growth must be nil or a positive Integer (bytes), got #{bytes.inspect}"

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# A server whose job leaves ~1 MB of dead String buffers behind and reports how many minor GCs the
+# A server whose job leaves `kb` KB of dead String buffers behind and reports how many minor GCs the
 # server's malloc-driven GC has run (lib/queue/malloc_gc.rb), for spec/api/malloc_gc_spec.rb.
 # GC_GROWTH: config.gc_malloc_growth in bytes, or "off" for nil.
 require_relative "basic"

@@ -9,7 +9,6 @@ pub mod inspect;
 pub mod iterable;
 pub mod limits;
 pub mod log;
-pub mod memory;
 pub mod metrics;
 pub mod ordered;
 pub mod push_template;

@@ -1,6 +1,5 @@
-//! How much memory a server process keeps: the limit on glibc's malloc arenas, the bytes malloc
-//! holds in use (what the server's malloc-driven minor GC watches, lib/queue/malloc_gc.rb), and the
-//! periodic trim ([`trim`]).
+//! How much memory a server process keeps: the limit on glibc's malloc arenas, and the periodic
+//! trim ([`trim`]) that gives malloc's free pages back.
 //!
 //! glibc gives a thread that allocates its own arena while there are fewer than 8 per core, and
 //! an arena keeps the pages it freed. A server's processor threads (Ruby's) and the engine's
@@ -17,25 +16,6 @@ pub mod trim;
 /// set: false where malloc is not glibc's, or when glibc refused it.
 pub fn limit_malloc_arenas(max: u32) -> bool {
     set_arena_max(max)
-}
-
-/// Bytes malloc holds in use, in every arena and in its own mmaps (glibc's `mallinfo2`:
-/// `uordblks + hblkhd`); None where malloc is not glibc's. It takes each arena's lock and walks its
-/// free lists: some microseconds, for a caller that asks now and then, not per allocation.
-pub fn malloc_in_use() -> Option<u64> {
-    in_use()
-}
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn in_use() -> Option<u64> {
-    // SAFETY: mallinfo2 only reads malloc's statistics, under its own locks.
-    let info = unsafe { libc::mallinfo2() };
-    u64::try_from(info.uordblks.saturating_add(info.hblkhd)).ok()
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn in_use() -> Option<u64> {
-    None
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -62,21 +42,6 @@ mod tests {
             limit_malloc_arenas(64),
             cfg!(all(target_os = "linux", target_env = "gnu"))
         );
-    }
-
-    #[test]
-    fn counts_what_is_allocated() {
-        let Some(before) = malloc_in_use() else {
-            return; // not glibc's malloc
-        };
-        let block = vec![1u8; 4 << 20];
-        let during = malloc_in_use().unwrap_or(0);
-        assert!(
-            during >= before + (4 << 20) - 4096,
-            "{before} then {during}"
-        );
-        drop(block);
-        assert!(malloc_in_use().unwrap_or(u64::MAX) < during);
     }
 
     #[test]
