@@ -1,8 +1,6 @@
 # frozen_string_literal: true
 
 require "optparse"
-require "yaml"
-require "erb"
 require_relative "launcher"
 require_relative "launcher_group"
 require_relative "migrate_command"

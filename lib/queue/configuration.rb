@@ -27,9 +27,11 @@ module JobQueue
     DEFAULT_BUSY_POLL_US = 100
     DEFAULT_MALLOC_ARENA_MAX = 2
     MALLOC_ARENA_MAX_RANGE = (1..1024).freeze
+    DEFAULT_GC_MALLOC_GROWTH = 4 << 20
+    DEFAULT_MALLOC_TRIM_INTERVAL = 5
 
     attr_reader :concurrency, :timeout, :max_batch, :batch_expiry, :queues, :namespace, :busy_poll_us, :gitlab_fetcher_scan
-    attr_reader :malloc_arena_max
+    attr_reader :malloc_arena_max, :gc_malloc_growth, :malloc_trim_interval
     attr_reader :error_handlers, :death_handlers, :client_middleware_chain, :server_middleware_chain
     attr_accessor :tag, :labels, :environment, :require_path
     attr_reader :logger
@@ -47,6 +49,8 @@ module JobQueue
       @gitlab_fetcher_scan = 60
       @busy_poll_us = DEFAULT_BUSY_POLL_US
       @malloc_arena_max = DEFAULT_MALLOC_ARENA_MAX
+      @gc_malloc_growth = DEFAULT_GC_MALLOC_GROWTH
+      @malloc_trim_interval = DEFAULT_MALLOC_TRIM_INTERVAL
       @queues = [["default", 1]]
       @strict_order = true
       @tag = ""
@@ -213,6 +217,29 @@ module JobQueue
       end
 
       @malloc_arena_max = max
+    end
+
+    # Bytes Ruby may malloc since its last GC, in a server process, before its processor threads run a
+    # minor GC with an immediate sweep (4 MB by default; nil: only Ruby's own GC). It frees the buffers
+    # of dead Strings that Ruby's lazy sweep would keep until its next cycle (malloc_gc.rb;
+    # ARCHITECTURE.md, "Memory").
+    def gc_malloc_growth=(bytes)
+      unless bytes.nil? || (bytes.is_a?(Integer) && bytes.positive?)
+        raise ArgumentError, "gc_malloc_growth must be nil or a positive Integer (bytes), got #{bytes.inspect}"
+      end
+
+      @gc_malloc_growth = bytes
+    end
+
+    # Seconds between a server's `malloc_trim(0)` calls, which give glibc's free whole pages back to
+    # the kernel (5 by default; nil: never). Run by the engine, off the job threads and the GVL.
+    # ARCHITECTURE.md, "Memory".
+    def malloc_trim_interval=(seconds)
+      unless seconds.nil? || (seconds.is_a?(Numeric) && seconds.real? && seconds.positive? && seconds.to_f.finite?)
+        raise ArgumentError, "malloc_trim_interval must be nil or a positive number of seconds, got #{seconds.inspect}"
+      end
+
+      @malloc_trim_interval = seconds
     end
 
     def concurrency=(n)

@@ -160,7 +160,8 @@ module JobQueue
         gitlab_fetch_scan: @config.gitlab_fetcher_scan,
         sidekiq_metrics: @config.sidekiq_metrics || nil,
         capsules: @config.capsules.values.map { |cap| [cap.name, cap.queue_weights, cap.strict_order?, cap.concurrency] },
-        malloc_arena_max: malloc_arena_max
+        malloc_arena_max: malloc_arena_max,
+        malloc_trim_interval: @config.malloc_trim_interval&.to_f
       }
     end
 

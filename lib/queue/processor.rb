@@ -4,6 +4,7 @@ require_relative "job_retry"
 require_relative "job_run"
 require_relative "iterable"
 require_relative "batch/runner"
+require_relative "malloc_gc"
 
 module JobQueue
   # One processor thread: takes a job from its fetcher, runs the server middleware and `perform`,
@@ -44,6 +45,7 @@ module JobQueue
       @retry = JobRetry.new(config, launcher.engine)
       @classes = {}
       @native_classes = {}
+      @malloc_gc = MallocGc.for(config.gc_malloc_growth) # malloc_gc.rb
     end
 
     def start
@@ -140,10 +142,18 @@ module JobQueue
 
     # What `Fetcher#run` handed back: a job for #process, or a job of its own that raised.
     def take(work)
-      return process(*work) unless work.first == :failed
+      if work.first == :failed
+        _, klass, job, raw, error = work
+        failed(klass, job, raw, error)
+      else
+        process(*work)
+      end
+      @malloc_gc&.job_done
+    end
 
-      _, klass, job, raw, error = work
-      failed(klass, job, raw, error)
+    # Called by the engine every MallocGc::CHECK_EVERY jobs it ran itself.
+    def malloc_check
+      @malloc_gc&.check
     end
 
     # `key_released`: the engine already released the job's idempotency key, with its batch. `job`:

@@ -200,6 +200,28 @@ RSpec.describe JobQueue::Configuration do
       expect(config.malloc_arena_max).to eq(8)
     end
 
+    it "takes gc_malloc_growth as nil or a positive number of bytes, 4 MB unless set, and refuses anything else" do
+      expect(config.gc_malloc_growth).to eq(4 << 20)
+      config.gc_malloc_growth = nil
+      expect(config.gc_malloc_growth).to be_nil
+      config.gc_malloc_growth = 1 << 20
+      [0, -1, 2.5, "4", false].each do |bad|
+        expect { config.gc_malloc_growth = bad }.to raise_error(ArgumentError, /gc_malloc_growth must be nil or a positive Integer \(bytes\), got #{Regexp.escape(bad.inspect)}/)
+      end
+      expect(config.gc_malloc_growth).to eq(1 << 20)
+    end
+
+    it "takes malloc_trim_interval as nil or a positive number of seconds, 5 unless set, and refuses anything else" do
+      expect(config.malloc_trim_interval).to eq(5)
+      config.malloc_trim_interval = nil
+      expect(config.malloc_trim_interval).to be_nil
+      config.malloc_trim_interval = 0.5
+      [0, -1, Float::INFINITY, Float::NAN, "5", false].each do |bad|
+        expect { config.malloc_trim_interval = bad }.to raise_error(ArgumentError, /malloc_trim_interval must be nil or a positive number of seconds/)
+      end
+      expect(config.malloc_trim_interval).to eq(0.5)
+    end
+
     it "parses queues with optional weights, as strings or pairs" do
       config.queues = ["critical,3", "default", " low , 2 ", ["bulk", 4], ["tiny", "0"], [:sym]]
       expect(config.queues).to eq([["critical", 3], ["default", 1], ["low", 2], ["bulk", 4], ["tiny", 1], ["sym", 1]])

@@ -60,6 +60,9 @@ pub struct ServerConfig {
     /// Limit glibc's malloc to this many arenas before the server's threads start
     /// ([`crate::memory`]); `None`: leave malloc as it is.
     pub malloc_arena_max: Option<u32>,
+    /// Give malloc's free pages back to the kernel this often ([`crate::memory::trim`]); `None`:
+    /// never.
+    pub malloc_trim_interval: Option<Duration>,
 }
 
 pub struct Server {
@@ -182,6 +185,9 @@ impl Server {
                 config.identity.clone(),
                 stop_rx.clone(),
             )));
+        }
+        if let Some(every) = config.malloc_trim_interval {
+            tasks.push(rt.spawn(crate::memory::trim::run(every, stop_rx.clone())));
         }
         if let Some(every) = config.gitlab_fetch_scan {
             tasks.push(rt.spawn(gitlab_fetch::run(

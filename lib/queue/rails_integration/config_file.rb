@@ -1,8 +1,5 @@
 # frozen_string_literal: true
 
-require "yaml"
-require "erb"
-
 module JobQueue
   module RailsIntegration
     # config/queue.yml for clients and servers alike: its `redis:` settings (Configuration#redis=) and
@@ -71,7 +68,11 @@ module JobQueue
 
       # The file's ERB evaluated, then its YAML parsed. A mistake in either is an ArgumentError naming
       # the file (and the line), which exe/queue prints before it exits 1, not a backtrace.
+      # YAML and ERB are required here, when a file is read: a server without one never loads them
+      # (~1.5 MB of its memory; ARCHITECTURE.md, "Memory").
       def read(path)
+        require "yaml"
+        require "erb"
         YAML.safe_load(evaluate(path), permitted_classes: [Symbol], aliases: true, filename: path) || {}
       rescue Psych::Exception => e
         raise ArgumentError, "config file #{path} is not valid YAML: #{e.message.delete_prefix("(#{path}): ")}"

@@ -30,12 +30,15 @@ const DONE_WITH_GVL_MAX: usize = 16 * 1024;
 #[magnus::wrap(class = "JobQueue::Native::Fetcher", free_immediately, size)]
 pub struct Fetcher {
     inner: Mutex<fetch::Fetcher>,
+    /// Jobs `run` ran itself (`run.rs`), for the processor's malloc check every few.
+    ran_here: std::sync::atomic::AtomicU32,
 }
 
 impl Fetcher {
     pub fn new(inner: fetch::Fetcher) -> Fetcher {
         Fetcher {
             inner: Mutex::new(inner),
+            ran_here: std::sync::atomic::AtomicU32::new(0),
         }
     }
 

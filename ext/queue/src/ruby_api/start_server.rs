@@ -33,6 +33,7 @@ const KEYS: &[&str] = &[
     "sidekiq_metrics",
     "capsules",
     "malloc_arena_max",
+    "malloc_trim_interval",
 ];
 
 /// `options` read once, each key converted where it is taken.
@@ -109,6 +110,7 @@ impl Engine {
             sidekiq_metrics,
             capsules,
             malloc_arena_max: options.get("malloc_arena_max", None)?,
+            malloc_trim_interval: trim_interval(ruby, options.get("malloc_trim_interval", None)?)?,
         };
         let redis = rb_self.redis.clone();
         let server = blocking(move || {
@@ -119,6 +121,20 @@ impl Engine {
             }
         })?;
         Ok(Server::new(server))
+    }
+}
+
+/// `malloc_trim_interval` (seconds, > 0) as a Duration; nil: no periodic trim.
+fn trim_interval(ruby: &Ruby, seconds: Option<f64>) -> Result<Option<Duration>, Error> {
+    let Some(seconds) = seconds else {
+        return Ok(None);
+    };
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(every) if !every.is_zero() => Ok(Some(every)),
+        _ => Err(Error::new(
+            ruby.exception_arg_error(),
+            format!("malloc_trim_interval must be a positive number of seconds, got {seconds}"),
+        )),
     }
 }
 

@@ -1,4 +1,5 @@
-//! How much memory a server process keeps: the limit on glibc's malloc arenas.
+//! How much memory a server process keeps: the limit on glibc's malloc arenas, and the periodic
+//! trim ([`trim`]) that gives malloc's free pages back.
 //!
 //! glibc gives a thread that allocates its own arena while there are fewer than 8 per core, and
 //! an arena keeps the pages it freed. A server's processor threads (Ruby's) and the engine's
@@ -8,6 +9,8 @@
 //! `MALLOC_ARENA_MAX=2` does for a process started with it, is set here at the server's start,
 //! before its threads allocate: glibc fixes its limit only once a process has 8 arenas, so a limit
 //! set before then holds.
+
+pub mod trim;
 
 /// Limits glibc's malloc to `max` arenas (`mallopt(M_ARENA_MAX)`). Returns whether the limit was
 /// set: false where malloc is not glibc's, or when glibc refused it.
@@ -39,5 +42,22 @@ mod tests {
             limit_malloc_arenas(64),
             cfg!(all(target_os = "linux", target_env = "gnu"))
         );
+    }
+
+    #[test]
+    fn trims_on_glibc() {
+        // 4 MB of free chunks kept below the top of the heap by the small blocks between them.
+        let mut kept = Vec::new();
+        let mut freed = Vec::new();
+        for _ in 0..64 {
+            freed.push(vec![1u8; 64 << 10]);
+            kept.push(vec![1u8; 64]);
+        }
+        drop(freed);
+        assert_eq!(
+            trim::trim(),
+            cfg!(all(target_os = "linux", target_env = "gnu"))
+        );
+        drop(kept);
     }
 }

@@ -169,6 +169,7 @@ pub fn server_config(identity: &str, queues: &[(&str, u32)]) -> ServerConfig {
         sidekiq_metrics: None,
         capsules: Vec::new(),
         malloc_arena_max: None,
+        malloc_trim_interval: None,
     }
 }
 

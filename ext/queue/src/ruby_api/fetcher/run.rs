@@ -15,6 +15,7 @@
 //! buffer is empty, or `limit` jobs ran), `[queue, json, key_released, job]` for Ruby to process
 //! (`job` nil when no Hash was built), or `[:failed, klass, job, json, error]` for Ruby to file.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use magnus::value::{LazyId, ReprValue};
@@ -31,6 +32,9 @@ static NEW: LazyId = LazyId::new("new");
 static JID_SET: LazyId = LazyId::new("jid=");
 static CONTEXT_SET: LazyId = LazyId::new("_context=");
 static NATIVE_CLASS: LazyId = LazyId::new("native_class");
+static MALLOC_CHECK: LazyId = LazyId::new("malloc_check");
+/// `JobQueue::MallocGc::CHECK_EVERY`: the processor looks at malloc's growth after this many jobs.
+const MALLOC_CHECK_EVERY: u32 = 8;
 /// `JobQueue::Logging::CONTEXT`: the running job, for the log lines it writes.
 static LOG_CONTEXT: LazyId = LazyId::new("job_queue_log_job");
 /// `JobQueue::Batch::RUNNING`: the bid of the running job's batch, for `batch.jobs { }` in it.
@@ -132,6 +136,10 @@ impl Fetcher {
         match self.perform(ruby, &class, job, &top, args, processor) {
             Ok(()) => {
                 self.done()?;
+                let ran = self.ran_here.fetch_add(1, Ordering::Relaxed) + 1;
+                if ran % MALLOC_CHECK_EVERY == 0 {
+                    let _: Value = processor.funcall(*MALLOC_CHECK, ())?;
+                }
                 Ok(Turn::Ran)
             }
             Err(error) => match error.value() {
