@@ -32,6 +32,8 @@ pub struct Fetcher {
     inner: Mutex<fetch::Fetcher>,
     /// Jobs `run` ran itself (`run.rs`), for the processor's malloc check every few.
     ran_here: std::sync::atomic::AtomicU32,
+    /// The running job's bytes, copied out of the engine for `run` to read without its locks.
+    scratch: Mutex<Vec<u8>>,
 }
 
 impl Fetcher {
@@ -39,6 +41,7 @@ impl Fetcher {
         Fetcher {
             inner: Mutex::new(inner),
             ran_here: std::sync::atomic::AtomicU32::new(0),
+            scratch: Mutex::new(Vec::new()),
         }
     }
 

@@ -16,6 +16,7 @@
 //! (`job` nil when no Hash was built), or `[:failed, klass, job, json, error]` for Ruby to file.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use magnus::value::{LazyId, ReprValue};
@@ -115,24 +116,22 @@ impl Fetcher {
 
     /// The started job: run here, or handed to Ruby.
     fn turn(&self, ruby: &Ruby, classes: Option<RHash>, processor: Value) -> Result<Turn, Error> {
-        let built = match classes {
-            Some(_) => self
-                .lock()
-                .with_running(|unit| job_hash::build(ruby, &unit.raw))
-                .flatten(),
-            None => None,
+        let mut raw = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((queue, key_released)) = self.copy_running(&mut raw) else {
+            return Ok(Turn::Ruby(ruby.qnil().as_value()));
         };
+        let built = classes.and_then(|_| job_hash::build(ruby, &raw));
         let Some((job, top)) = built else {
-            return self.to_ruby(ruby, None).map(Turn::Ruby);
+            return to_ruby(ruby, &queue, &raw, key_released, None).map(Turn::Ruby);
         };
-        let key_released = self.lock().running_key_released();
         let class = match classes {
             Some(classes) if runs_here(&top, key_released) => class_of(classes, &top, processor),
             _ => None,
         };
         let (Some(class), Some(args)) = (class, RArray::from_value(top.args)) else {
-            return self.to_ruby(ruby, Some(job)).map(Turn::Ruby);
+            return to_ruby(ruby, &queue, &raw, key_released, Some(job)).map(Turn::Ruby);
         };
+        drop(raw);
         match self.perform(ruby, &class, job, &top, args, processor) {
             Ok(()) => {
                 self.done()?;
@@ -144,7 +143,10 @@ impl Fetcher {
             }
             Err(error) => match error.value() {
                 Some(exception) if exception.is_kind_of(ruby.exception_exception()) => {
-                    let raw = self.running_raw(ruby);
+                    let mut bytes = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+                    self.copy_running(&mut bytes);
+                    let raw = utf8_string(ruby, &bytes);
+                    drop(bytes);
                     let failed = ruby.ary_new_capa(5);
                     failed.push(ruby.to_symbol("failed"))?;
                     failed.push(class.klass)?;
@@ -159,29 +161,34 @@ impl Fetcher {
         }
     }
 
-    /// `[queue, json, key_released, job]` of the running job, for `Processor#process`.
-    fn to_ruby(&self, ruby: &Ruby, job: Option<Value>) -> Result<Value, Error> {
+    /// Copies the running job's bytes into `raw` and returns its queue and whether its key went
+    /// out with its batch. The engine's locks are held only for the copy: no Ruby object is made
+    /// under them (a garbage collection then could free another fetcher, whose drop takes locks).
+    fn copy_running(&self, raw: &mut Vec<u8>) -> Option<(Arc<str>, bool)> {
         let fetcher = self.lock();
         let key_released = fetcher.running_key_released();
-        let strings = fetcher
-            .with_running(|unit: &Unit| (ruby.str_new(&unit.queue), utf8_string(ruby, &unit.raw)));
-        drop(fetcher);
-        let Some((queue, raw)) = strings else {
-            return Ok(ruby.qnil().as_value());
-        };
-        let work = ruby.ary_new_capa(4);
-        work.push(queue)?;
-        work.push(raw)?;
-        work.push(key_released)?;
-        work.push(job)?;
-        Ok(work.as_value())
+        fetcher.with_running(|unit: &Unit| {
+            raw.clear();
+            raw.extend_from_slice(&unit.raw);
+            (unit.queue.clone(), key_released)
+        })
     }
+}
 
-    fn running_raw(&self, ruby: &Ruby) -> Value {
-        self.lock()
-            .with_running(|unit| utf8_string(ruby, &unit.raw).as_value())
-            .unwrap_or_else(|| ruby.qnil().as_value())
-    }
+/// `[queue, json, key_released, job]` of the running job, for `Processor#process`.
+fn to_ruby(
+    ruby: &Ruby,
+    queue: &str,
+    raw: &[u8],
+    key_released: bool,
+    job: Option<Value>,
+) -> Result<Value, Error> {
+    let work = ruby.ary_new_capa(4);
+    work.push(ruby.str_new(queue))?;
+    work.push(utf8_string(ruby, raw))?;
+    work.push(key_released)?;
+    work.push(job)?;
+    Ok(work.as_value())
 }
 
 /// Whether nothing in the job asks for `Processor#process`: a worker context to restore, a key to
