@@ -6,7 +6,7 @@
 # another worker only ("other"), and with non-binding limits on the blank job itself ("own"), in the
 # same round, on a redis-server of the benchmark's own.
 #
-#   ruby bench/limits.rb              # N=50000 jobs, ROUNDS=5, -c 10
+#   ruby bench/limits.rb              # N=300000 jobs, ROUNDS=5, -c 10
 #   N=20000 ROUNDS=3 ruby bench/limits.rb
 #
 # Judged as bench/throughput.rb judges job lines: per round, the paired cost 1 − jobs/s(limits) /
@@ -33,7 +33,7 @@ module Bench
   end
 
   module Limits
-    JOBS = Integer(ENV.fetch("N", "50000"))
+    JOBS = Integer(ENV.fetch("N", "300000"))
     ROUNDS = Integer(ENV.fetch("ROUNDS", "5"))
     CONCURRENCY = 10
     KINDS = %w[none other own].freeze

@@ -4,7 +4,7 @@
 # Processing throughput of blank jobs: the real Sidekiq 6.4.1 against queue, in the same run, on a
 # redis-server of the benchmark's own.
 #
-#   ruby bench/throughput.rb            # N=100000 jobs, ROUNDS=5, -c 10
+#   ruby bench/throughput.rb            # N=300000 jobs, ROUNDS=5, -c 10
 #   N=20000 ROUNDS=2 ruby bench/throughput.rb
 #
 # Each round drains N jobs once with each server (the order alternates between rounds) and the table
@@ -16,7 +16,7 @@ require_relative "lib/throughput_run"
 module Bench
   # Runs the rounds and prints and records the results.
   module Throughput
-    JOBS = Integer(ENV.fetch("N", "100000"))
+    JOBS = Integer(ENV.fetch("N", "300000"))
     ROUNDS = Integer(ENV.fetch("ROUNDS", "5"))
     CONCURRENCY = 10
     # queue and queue_nosk stay next to each other whichever way a round runs them.

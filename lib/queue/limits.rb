@@ -95,6 +95,18 @@ module JobQueue
         true
       end
 
+      # `[concurrency key or nil, limit, rate key or nil]` for limits the engine can check against
+      # the process's leases by itself (Fetcher#run): unkeyed, with a constant concurrency limit, as
+      # #held_back? would name them. nil when a job's limits need Ruby (a key or limit lambda).
+      def leasable(klass, spec)
+        conc = spec.concurrency
+        rate = spec.rate
+        return nil if conc&.key || rate&.key || (conc && !conc.limit.is_a?(Integer))
+
+        name = klass.name or return nil
+        [conc && -name, conc ? conc.limit : 0, rate && -name].freeze
+      end
+
       # The limit's key in Redis: the class, or `Class[key]` with the key lambda's answer for `args`.
       def key_for(name, key, args)
         key ? "#{name}[#{key.call(*args)}]" : name

@@ -132,12 +132,15 @@ module JobQueue
     end
 
     # Whether the engine may run jobs of class `name` itself: `[klass, takes_jid, takes_context,
-    # takes_bid]`, or false when they need #process (a class with limits). Asked by the engine once
-    # per class and thread; an unknown class raises, and its jobs fail in #process.
+    # takes_bid, limits]`, or false when they need #process (limits with a key or a lambda). `limits`
+    # (nil for none) is what the engine checks against the process's leases; a job they do not
+    # cover takes #process. Asked by the engine once per class and thread; an unknown class raises,
+    # and its jobs fail in #process.
     def native_class(name)
       info = class_info(name)
-      limited = info.limits && info.klass.queue_limits
-      @native_classes[name] = limited ? false : [info.klass, info.jid, info.context, info.bid].freeze
+      spec = info.limits && info.klass.queue_limits
+      leasable = spec && Limits.leasable(info.klass, spec)
+      @native_classes[name] = spec && !leasable ? false : [info.klass, info.jid, info.context, info.bid, leasable].freeze
     end
 
     # What `Fetcher#run` handed back: a job for #process, or a job of its own that raised.

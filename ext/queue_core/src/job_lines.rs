@@ -177,6 +177,7 @@ pub fn flush() {
 /// The writer thread: asleep while nothing waits; once a record arrives, gives the others
 /// [`FLUSH_EVERY`] to join it (less if [`WAKE_AT`] bytes pile up), then writes them all at once.
 fn writer() {
+    yield_to_jobs();
     loop {
         {
             let mut records = lock(&SINK.records);
@@ -200,6 +201,17 @@ fn writer() {
             }
         }
         lock(&SINK.output).write_waiting();
+    }
+}
+
+/// Lowers the writer thread's priority (nice 10, this thread only): formatting lines must not take
+/// a core from the processor threads or from a Redis on the same machine when the CPUs are busy;
+/// an idle CPU still runs it at once.
+fn yield_to_jobs() {
+    // SAFETY: gettid and setpriority on this thread only; a failure leaves the priority as it was.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
     }
 }
 

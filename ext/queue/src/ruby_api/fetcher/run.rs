@@ -54,12 +54,15 @@ enum Turn {
 }
 
 /// A job class cleared to run here, as `Processor#native_class` answers: `[klass, takes_jid,
-/// takes_context, takes_bid]`.
+/// takes_context, takes_bid, limits]`.
 struct Class {
     klass: Value,
     jid: bool,
     context: bool,
     bid: bool,
+    /// Its limits when it has any: `[concurrency key or nil, limit, rate key or nil]` (unkeyed,
+    /// constant: `Limits.leasable`). A job runs here only when the process's leases cover them.
+    limits: Option<RArray>,
 }
 
 impl Fetcher {
@@ -128,7 +131,16 @@ impl Fetcher {
             Some(classes) if runs_here(&top, key_released) => class_of(classes, &top, processor),
             _ => None,
         };
-        let (Some(class), Some(args)) = (class, RArray::from_value(top.args)) else {
+        let runs = match (&class, RArray::from_value(top.args)) {
+            (Some(class), Some(args)) => match class.limits {
+                None => Some(args),
+                Some(limits) => leased(&mut self.lock(), limits)
+                    .unwrap_or(false)
+                    .then_some(args),
+            },
+            _ => None,
+        };
+        let (Some(class), Some(args)) = (class, runs) else {
             return to_ruby(ruby, &queue, &raw, key_released, Some(job)).map(Turn::Ruby);
         };
         drop(raw);
@@ -214,7 +226,28 @@ fn class_of(classes: RHash, top: &Top, processor: Value) -> Option<Class> {
         jid: answer.entry::<Value>(1).ok()?.to_bool(),
         context: answer.entry::<Value>(2).ok()?.to_bool(),
         bid: answer.entry::<Value>(3).ok()?.to_bool(),
+        limits: RArray::from_value(answer.entry(4).ok()?),
     })
+}
+
+/// Whether the running job's limits are covered by what the process leased: the slot and token
+/// are taken in memory (no Redis call), as `Limits.held_back?` takes them first. False: the job
+/// goes to Ruby, which asks Redis (nothing was taken).
+fn leased(fetcher: &mut queue_core::fetch::Fetcher, limits: RArray) -> Option<bool> {
+    let conc: Option<RString> = limits.entry(0).ok()?;
+    let cap: u64 = limits.entry(1).ok()?;
+    let rate: Option<RString> = limits.entry(2).ok()?;
+    // SAFETY: frozen Strings of the processor's cached answer, unchanged while borrowed; no Ruby
+    // code runs meanwhile.
+    let conc = match &conc {
+        Some(key) => Some((unsafe { key.as_str() }.ok()?, cap)),
+        None => None,
+    };
+    let rate = match &rate {
+        Some(key) => Some(unsafe { key.as_str() }.ok()?),
+        None => None,
+    };
+    Some(fetcher.limit_leased_keys(conc, rate).is_some())
 }
 
 impl Fetcher {
