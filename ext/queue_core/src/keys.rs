@@ -88,9 +88,14 @@ impl Keys {
         self.key(&format!("jq:batch:{bid}:ok"))
     }
 
-    /// LIST of what a batch job's ack leaves for the servers' batch checker (`batch::settle`):
-    /// `b<bid>` (count what acks recorded in the batch's ok set), `q<n>:<bid><jid>` (a job that
-    /// failed before succeeded), `d <event>:<bid>` (its callbacks ran). Servers before it never read it, so none of them drops what they cannot parse.
+    /// SET of the bids whose jobs' acks added jids to `<bid>:ok` since the batch checker last
+    /// counted them.
+    pub fn batch_dirty(&self) -> String {
+        self.key("jq:batch-dirty")
+    }
+
+    /// LIST of the markers the rarer acks leave for the servers' batch checker (`batch::settle`):
+    /// `q<n>:<bid><jid>` (a job that failed before succeeded), `d <event>:<bid>` (its callbacks ran). Servers before it never read it, so none of them drops what they cannot parse.
     pub fn batch_news(&self) -> String {
         self.key("jq:batch-news")
     }

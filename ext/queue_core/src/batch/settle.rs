@@ -14,8 +14,9 @@ use super::Member;
 impl Member {
     /// The packet that records `unit` for the checker, which counts it as succeeded (or its
     /// callback as run), and then acknowledges it. Plain commands, no `MULTI`: for a job that never
-    /// failed (the common case) `SADD <bid>:ok <jid>`, `LPUSH jq:batch-news b<bid>`, the `LREM`; for
-    /// one that failed before, or a callback job, the `LPUSH` of its marker and the `LREM`.
+    /// failed (the common case) `SADD <bid>:ok <jid>`, `SADD jq:batch-dirty <bid>`, the `LREM`; for
+    /// one that failed before, or a callback job, an `LPUSH` of its marker onto `jq:batch-news`
+    /// and the `LREM`.
     ///
     /// The record goes first: a server killed after it and before the `LREM` leaves the job in its
     /// working list, so recovery runs it again, and the second ack finds its jid already recorded:
@@ -32,17 +33,20 @@ impl Member {
                 markers.push(self.marker().into_bytes());
             } else {
                 let ok = keys.batch_ok(&self.bid);
+                let dirty = keys.batch_dirty();
                 crate::resp::command(&mut out, &[b"SADD", ok.as_bytes(), self.jid.as_bytes()]);
-                markers.push([b"b", self.bid.as_bytes()].concat());
+                crate::resp::command(&mut out, &[b"SADD", dirty.as_bytes(), self.bid.as_bytes()]);
             }
         }
         if !self.callback.is_empty() {
             markers.push(format!("d {}", self.callback).into_bytes());
         }
-        let news = keys.batch_news();
-        let mut lpush: Vec<&[u8]> = vec![b"LPUSH", news.as_bytes()];
-        lpush.extend(markers.iter().map(Vec::as_slice));
-        crate::resp::command(&mut out, &lpush);
+        if !markers.is_empty() {
+            let news = keys.batch_news();
+            let mut lpush: Vec<&[u8]> = vec![b"LPUSH", news.as_bytes()];
+            lpush.extend(markers.iter().map(Vec::as_slice));
+            crate::resp::command(&mut out, &lpush);
+        }
         crate::resp::command(
             &mut out,
             &[b"LREM", unit.working.as_bytes(), b"-1", &unit.raw],
@@ -53,7 +57,8 @@ impl Member {
     /// How many commands [`Member::ack_packet`] writes (for a reader of their replies).
     pub fn ack_commands(&self) -> usize {
         let recorded = !self.bid.is_empty() && !self.failed_before;
-        2 + usize::from(recorded)
+        let marked = self.failed_before && !self.bid.is_empty() || !self.callback.is_empty();
+        1 + 2 * usize::from(recorded) + usize::from(marked)
     }
 
     /// `q<n>:<bid><jid>`, the marker of a job that failed before: the checker records it and takes
@@ -104,20 +109,25 @@ mod tests {
         let mut pipe = redis::pipe();
         let mut push = redis::cmd("LPUSH");
         push.arg(keys.batch_news());
+        let mut marked = false;
         if !member.bid.is_empty() {
             if member.failed_before {
                 push.arg(member.marker());
+                marked = true;
             } else {
                 pipe.cmd("SADD")
                     .arg(keys.batch_ok(&member.bid))
                     .arg(&member.jid);
-                push.arg(format!("b{}", member.bid));
+                pipe.cmd("SADD").arg(keys.batch_dirty()).arg(&member.bid);
             }
         }
         if !member.callback.is_empty() {
             push.arg(format!("d {}", member.callback));
+            marked = true;
         }
-        pipe.add_command(push);
+        if marked {
+            pipe.add_command(push);
+        }
         pipe.cmd("LREM").arg(&*unit.working).arg(-1).arg(&unit.raw);
         pipe.get_packed_pipeline()
     }
@@ -153,5 +163,14 @@ mod tests {
             .map(|m| m.ack_commands())
             .collect();
         assert_eq!(commands, vec![3, 2, 2]);
+        let both = Member {
+            callback: "success:b0".into(),
+            ..plain.clone()
+        };
+        assert_eq!(
+            both.ack_packet(&keys, &unit),
+            crates_packet(&both, &keys, &unit)
+        );
+        assert_eq!(both.ack_commands(), 4);
     }
 }

@@ -1,24 +1,25 @@
 -- The checker's step (batch/checker.rs), also run before a status is read (store.rs): take up to
 -- ARGV[3] entries of each list the acks fill and apply them in this same step.
--- KEYS[1] (jq:batch-news, this version's acks): 'b<bid>' (acks added jids to <bid>:ok: count
---   them), 'q<n>:<bid><jid>' (a job that failed before succeeded; n is the bid's length in bytes),
---   'd <event>:<bid>' (the event's callbacks ran).
--- KEYS[2] (jq:batch-acks, servers of the version before): 's<n>:<bid><jid>' and 'r<n>:<bid><jid>'
+-- KEYS[1] (jq:batch-dirty, a set): bids whose acks added jids to <bid>:ok: count them.
+-- KEYS[2] (jq:batch-news, this version's rarer acks): 'q<n>:<bid><jid>' (a job that failed before
+--   succeeded; n is the bid's length in bytes), 'd <event>:<bid>' (the event's callbacks ran).
+-- KEYS[3] (jq:batch-acks, servers of the version before): 's<n>:<bid><jid>' and 'r<n>:<bid><jid>'
 --   (a job succeeded; 'r': it failed before), 'd ...'.
--- KEYS[3] (jq:batch-checks, servers that ran batch_ack.lua): 'c <bid>' (look at its transitions),
+-- KEYS[4] (jq:batch-checks, servers that ran batch_ack.lua): 'c <bid>' (look at its transitions),
 --   'd ...'.
 -- Per batch, everything it got is counted at once and its transitions looked at once. Identical
 -- entries are applied once: they mean the same (a jid, an event), and each effect happens once
--- anyway. Returns the most taken from KEYS[1] or KEYS[2], so the caller knows whether either may
--- hold more.
--- KEYS[1] news   KEYS[2] acks   KEYS[3] checks   ARGV[1] namespace   ARGV[2] now   ARGV[3] most
+-- anyway. Returns the most taken from KEYS[1], KEYS[2] or KEYS[3], so the caller knows whether any
+-- may hold more.
+-- ARGV[1] namespace   ARGV[2] now   ARGV[3] most
 local most = tonumber(ARGV[3])
-local news = redis.call('RPOP', KEYS[1], most) or {}
-local acks = redis.call('RPOP', KEYS[2], most) or {}
-local taken = math.max(#news, #acks)
+local dirty = redis.call('SPOP', KEYS[1], most)
+local news = redis.call('RPOP', KEYS[2], most) or {}
+local acks = redis.call('RPOP', KEYS[3], most) or {}
+local taken = math.max(#dirty, #news, #acks)
 for _, m in ipairs(acks) do news[#news + 1] = m end
-for _, m in ipairs(redis.call('RPOP', KEYS[3], 100) or {}) do news[#news + 1] = m end
-if #news == 0 then return 0 end
+for _, m in ipairs(redis.call('RPOP', KEYS[4], 100) or {}) do news[#news + 1] = m end
+if #news == 0 and #dirty == 0 then return 0 end
 local ns, now = ARGV[1], ARGV[2]
 local groups, order, seen = {}, {}, {}
 local function group(bid)
@@ -30,13 +31,12 @@ local function group(bid)
   end
   return g
 end
+for _, bid in ipairs(dirty) do group(bid).news = true end
 for _, m in ipairs(news) do
   if not seen[m] then
     seen[m] = true
     local kind = string.sub(m, 1, 1)
-    if kind == 'b' then
-      group(string.sub(m, 2)).news = true
-    elseif kind == 's' or kind == 'r' or kind == 'q' then
+    if kind == 's' or kind == 'r' or kind == 'q' then
       local len, rest = string.match(m, '^.(%d+):(.*)$')
       if len then
         len = tonumber(len)
