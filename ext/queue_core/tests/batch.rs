@@ -245,8 +245,7 @@ fn a_job_that_failed_before_is_taken_off_the_failures_once() {
         .arg("queue:work")
         .query(&mut c)
         .expect("del");
-    let retried =
-        br#"{"class":"W","args":[],"jid":"j1","bid":"b2","jq_bi":0,"retry_count":0}"#.to_vec();
+    let retried = br#"{"class":"W","args":[],"jid":"j1","bid":"b2","retry_count":0}"#.to_vec();
     let _: () = redis::cmd("LPUSH")
         .arg("queue:work")
         .arg(&retried)
