@@ -26,16 +26,20 @@ impl Member {
     ///
     /// Written straight into one buffer (`resp.rs`): it is built once per job.
     pub fn ack_packet(&self, keys: &Keys, unit: &Unit) -> Vec<u8> {
-        let mut markers: Vec<Vec<u8>> = Vec::with_capacity(2);
         let mut out = Vec::with_capacity(unit.raw.len() + unit.working.len() + 160);
+        let mut markers: Vec<Vec<u8>> = Vec::new();
         if !self.bid.is_empty() {
             if self.failed_before {
                 markers.push(self.marker().into_bytes());
             } else {
-                let ok = keys.batch_ok(&self.bid);
-                let dirty = keys.batch_dirty();
-                crate::resp::command(&mut out, &[b"SADD", ok.as_bytes(), self.jid.as_bytes()]);
-                crate::resp::command(&mut out, &[b"SADD", dirty.as_bytes(), self.bid.as_bytes()]);
+                // The keys are written in parts, not made first: this runs for every job.
+                let ns = keys.namespace().as_bytes();
+                let (bid, jid) = (self.bid.as_bytes(), self.jid.as_bytes());
+                command_of_parts(
+                    &mut out,
+                    &[&[b"SADD"], &[ns, b"jq:batch:", bid, b":ok"], &[jid]],
+                );
+                command_of_parts(&mut out, &[&[b"SADD"], &[ns, b"jq:batch-dirty"], &[bid]]);
             }
         }
         if !self.callback.is_empty() {
@@ -97,6 +101,23 @@ impl Member {
             "at": float_string(now_f64()),
         });
         inv.arg(spec.to_string());
+    }
+}
+
+/// Appends a command as `resp::command` writes it, each argument the concatenation of its parts.
+fn command_of_parts(out: &mut Vec<u8>, args: &[&[&[u8]]]) {
+    out.push(b'*');
+    out.extend_from_slice(itoa::Buffer::new().format(args.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for parts in args {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        out.push(b'$');
+        out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for part in *parts {
+            out.extend_from_slice(part);
+        }
+        out.extend_from_slice(b"\r\n");
     }
 }
 
