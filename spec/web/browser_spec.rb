@@ -129,7 +129,7 @@ RSpec.describe "the dashboard in Chromium", type: :feature do
       expect(redis.smembers("jq:paused")).to eq(["default"])
       screenshot("queues-paused")
       # The server has seen it once its idle waiter no longer blocks on the queue.
-      # (The batch checker's BRPOPLPUSH stays blocked: only the idle waiters' BLMOVE count.)
+      # (Only the idle waiters' BLMOVE count; the batch checker blocks on nothing.)
       wait_until("the server to stop waiting on default") { redis.client(:list).none? { |c| c["flags"].include?("b") && c["cmd"] == "blmove" } }
       EchoWorker.perform_async(2)
       expect(redis.llen("queue:default")).to eq(1)

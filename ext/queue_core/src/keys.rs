@@ -73,15 +73,35 @@ impl Keys {
     /// `callbacks` (JSON), `cb_<event>` (has callbacks), `expires_in`, `parent`, counters `total`,
     /// `pending`, `open`, `kids`, `kids_complete`, `kids_success`, `invalid`, and per event
     /// `<event>_at` (callback pushed) / `<event>_done` (callbacks ran). Beside it
-    /// `jq:batch:<bid>:failed` and `jq:batch:<bid>:dead`, HASHes jid → failure info (JSON), and
-    /// `jq:batch:<bid>:done`, the SET of jids counted as succeeded (by the checker, once each).
+    /// `jq:batch:<bid>:failed` and `jq:batch:<bid>:dead`, HASHes jid → failure info (JSON),
+    /// `jq:batch:<bid>:ok`, the SET of the jids of the jobs that succeeded (their acks add them, the
+    /// checker counts how far it grew), and `jq:batch:<bid>:done`, the SET of jids counted from the
+    /// markers of servers of the version before (by the checker, once each).
     /// Not Sidekiq Pro's `b-<bid>`, so both can share a Redis.
     pub fn batch(&self, bid: &str) -> String {
         self.key(&format!("jq:batch:{bid}"))
     }
 
+    /// SET of the jids of batch `bid`'s jobs that succeeded, as their acks recorded them
+    /// (`batch::settle`); the checker counts how far it grew (`okn` in the batch hash).
+    pub fn batch_ok(&self, bid: &str) -> String {
+        self.key(&format!("jq:batch:{bid}:ok"))
+    }
+
+    /// SET of the bids whose jobs' acks added jids to `<bid>:ok` since the batch checker last
+    /// counted them.
+    pub fn batch_dirty(&self) -> String {
+        self.key("jq:batch-dirty")
+    }
+
+    /// LIST of the markers the rarer acks leave for the servers' batch checker (`batch::settle`):
+    /// `q<n>:<bid><jid>` (a job that failed before succeeded), `d <event>:<bid>` (its callbacks ran). Servers before it never read it, so none of them drops what they cannot parse.
+    pub fn batch_news(&self) -> String {
+        self.key("jq:batch-news")
+    }
+
     /// LIST of markers (`s<n>:<bid><jid>` / `r<n>:<bid><jid>` a job done, `d <event>:<bid>` its
-    /// callbacks ran) a batch job's ack leaves for the servers' batch checker.
+    /// callbacks ran) left by servers before `jq:batch-news`; still applied by the checker.
     pub fn batch_acks(&self) -> String {
         self.key("jq:batch-acks")
     }

@@ -172,11 +172,7 @@ impl Server {
             all.to_vec(),
             stop_rx.clone(),
         )));
-        tasks.push(rt.spawn(crate::batch::checker::run(
-            redis.blocking_conn(),
-            redis.conn(),
-            stop_rx.clone(),
-        )));
+        tasks.push(rt.spawn(crate::batch::checker::run(redis.conn(), stop_rx.clone())));
         let all = Arc::new(all);
         tasks.extend(supervisor.spawn(&rt, all.clone(), stop_rx.clone()));
         if config.scheduler {

@@ -1,5 +1,5 @@
-//! The batch's part of settling a job: the acknowledgement packet of a finished job (a `MULTI` of
-//! the `LREM` and its marker for the checker, unreplied), and the prelude argument of a failure
+//! The batch's part of settling a job: the acknowledgement packet of a finished job (its record
+//! for the checker, then the `LREM`, unreplied), and the prelude argument of a failure
 //! (`batch_fail.lua` + `fail.lua`, one script).
 
 use redis::ScriptInvocation;
@@ -12,35 +12,63 @@ use crate::retry::{Failure, Fate};
 use super::Member;
 
 impl Member {
-    /// The packet that acknowledges `unit` and leaves its marker for the checker, which counts it
-    /// as succeeded (or its callback as run): `MULTI`, the `LREM`, an `LPUSH` of the marker onto `jq:batch-acks`, `EXEC`.
-    /// Plain commands (no script: an `EVAL`'s fixed cost per ack was most of a batch's overhead);
-    /// the marker is pushed even when the `LREM` took nothing (an ack written twice), and the
-    /// checker counts each jid once.
+    /// The packet that records `unit` for the checker, which counts it as succeeded (or its
+    /// callback as run), and then acknowledges it. Plain commands, no `MULTI`: for a job that never
+    /// failed (the common case) `SADD <bid>:ok <jid>`, `SADD jq:batch-dirty <bid>`, the `LREM`; for
+    /// one that failed before, or a callback job, an `LPUSH` of its marker onto `jq:batch-news`
+    /// and the `LREM`.
+    ///
+    /// The record goes first: a server killed after it and before the `LREM` leaves the job in its
+    /// working list, so recovery runs it again, and the second ack finds its jid already recorded:
+    /// counted once. The other way round a kill would lose the count. The set is what makes an ack
+    /// written twice (a resend) or late (a job recovery requeued from a server taken for dead while
+    /// it still ran it) count once: the checker counts how far the set grew, not the acks.
     ///
     /// Written straight into one buffer (`resp.rs`): it is built once per job.
     pub fn ack_packet(&self, keys: &Keys, unit: &Unit) -> Vec<u8> {
-        let acks = keys.batch_acks();
-        let marker = (!self.bid.is_empty()).then(|| self.marker());
-        let callback = (!self.callback.is_empty()).then(|| format!("d {}", self.callback));
-        let lrem: [&[u8]; 4] = [b"LREM", unit.working.as_bytes(), b"-1", &unit.raw];
-        let mut lpush: Vec<&[u8]> = vec![b"LPUSH", acks.as_bytes()];
-        lpush.extend(marker.as_deref().map(str::as_bytes));
-        lpush.extend(callback.as_deref().map(str::as_bytes));
-        let mut out = Vec::with_capacity(crate::resp::size(&lrem) + crate::resp::size(&lpush) + 32);
-        crate::resp::command(&mut out, &[b"MULTI"]);
-        crate::resp::command(&mut out, &lrem);
-        crate::resp::command(&mut out, &lpush);
-        crate::resp::command(&mut out, &[b"EXEC"]);
+        let mut out = Vec::with_capacity(unit.raw.len() + unit.working.len() + 160);
+        let mut markers: Vec<Vec<u8>> = Vec::new();
+        if !self.bid.is_empty() {
+            if self.failed_before {
+                markers.push(self.marker().into_bytes());
+            } else {
+                // The keys are written in parts, not made first: this runs for every job.
+                let ns = keys.namespace().as_bytes();
+                let (bid, jid) = (self.bid.as_bytes(), self.jid.as_bytes());
+                command_of_parts(
+                    &mut out,
+                    &[&[b"SADD"], &[ns, b"jq:batch:", bid, b":ok"], &[jid]],
+                );
+                command_of_parts(&mut out, &[&[b"SADD"], &[ns, b"jq:batch-dirty"], &[bid]]);
+            }
+        }
+        if !self.callback.is_empty() {
+            markers.push(format!("d {}", self.callback).into_bytes());
+        }
+        if !markers.is_empty() {
+            let news = keys.batch_news();
+            let mut lpush: Vec<&[u8]> = vec![b"LPUSH", news.as_bytes()];
+            lpush.extend(markers.iter().map(Vec::as_slice));
+            crate::resp::command(&mut out, &lpush);
+        }
+        crate::resp::command(
+            &mut out,
+            &[b"LREM", unit.working.as_bytes(), b"-1", &unit.raw],
+        );
         out
     }
 
-    /// `s<n>:<bid><jid>` for a job that never failed, `r<n>:<bid><jid>` for one that did (only it
-    /// can be among its batch's failures); `n` is the bid's length in bytes, so neither id needs
-    /// escaping.
+    /// How many commands [`Member::ack_packet`] writes (for a reader of their replies).
+    pub fn ack_commands(&self) -> usize {
+        let recorded = !self.bid.is_empty() && !self.failed_before;
+        let marked = self.failed_before && !self.bid.is_empty() || !self.callback.is_empty();
+        1 + 2 * usize::from(recorded) + usize::from(marked)
+    }
+
+    /// `q<n>:<bid><jid>`, the marker of a job that failed before: the checker records it and takes
+    /// it off the failures. `n` is the bid's length in bytes, so neither id needs escaping.
     fn marker(&self) -> String {
-        let kind = if self.failed_before { 'r' } else { 's' };
-        format!("{kind}{}:{}{}", self.bid.len(), self.bid, self.jid)
+        format!("q{}:{}{}", self.bid.len(), self.bid, self.jid)
     }
 
     /// Whether a failure with this fate changes the batch: any failure of a job in a batch, and a
@@ -76,6 +104,23 @@ impl Member {
     }
 }
 
+/// Appends a command as `resp::command` writes it, each argument the concatenation of its parts.
+fn command_of_parts(out: &mut Vec<u8>, args: &[&[&[u8]]]) {
+    out.push(b'*');
+    out.extend_from_slice(itoa::Buffer::new().format(args.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for parts in args {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        out.push(b'$');
+        out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for part in *parts {
+            out.extend_from_slice(part);
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,22 +128,33 @@ mod tests {
     /// The packet as the crate's pipeline writes it.
     fn crates_packet(member: &Member, keys: &Keys, unit: &Unit) -> Vec<u8> {
         let mut pipe = redis::pipe();
-        pipe.atomic();
-        pipe.cmd("LREM").arg(&*unit.working).arg(-1).arg(&unit.raw);
         let mut push = redis::cmd("LPUSH");
-        push.arg(keys.batch_acks());
+        push.arg(keys.batch_news());
+        let mut marked = false;
         if !member.bid.is_empty() {
-            push.arg(member.marker());
+            if member.failed_before {
+                push.arg(member.marker());
+                marked = true;
+            } else {
+                pipe.cmd("SADD")
+                    .arg(keys.batch_ok(&member.bid))
+                    .arg(&member.jid);
+                pipe.cmd("SADD").arg(keys.batch_dirty()).arg(&member.bid);
+            }
         }
         if !member.callback.is_empty() {
             push.arg(format!("d {}", member.callback));
+            marked = true;
         }
-        pipe.add_command(push);
+        if marked {
+            pipe.add_command(push);
+        }
+        pipe.cmd("LREM").arg(&*unit.working).arg(-1).arg(&unit.raw);
         pipe.get_packed_pipeline()
     }
 
     #[test]
-    fn the_ack_packet_is_the_crates_multi() {
+    fn the_ack_packet_is_the_crates_pipeline() {
         let keys = Keys::new("app");
         let unit = Unit {
             index: 0,
@@ -107,17 +163,35 @@ mod tests {
             working: "jq:working:h:1:x:t1:default".into(),
             key_released: false,
         };
-        for member in [
-            Member::of(&unit.raw).expect("member"),
-            Member {
-                callback: "success:b1".into(),
-                ..Member::default()
-            },
-        ] {
+        let plain = Member::of(&unit.raw).expect("member");
+        let retried = Member {
+            failed_before: true,
+            ..plain.clone()
+        };
+        let callback = Member {
+            callback: "success:b1".into(),
+            ..Member::default()
+        };
+        for member in [&plain, &retried, &callback] {
             assert_eq!(
                 member.ack_packet(&keys, &unit),
-                crates_packet(&member, &keys, &unit)
+                crates_packet(member, &keys, &unit)
             );
         }
+        assert_eq!(retried.marker(), "q2:b1j1");
+        let commands: Vec<usize> = [&plain, &retried, &callback]
+            .iter()
+            .map(|m| m.ack_commands())
+            .collect();
+        assert_eq!(commands, vec![3, 2, 2]);
+        let both = Member {
+            callback: "success:b0".into(),
+            ..plain.clone()
+        };
+        assert_eq!(
+            both.ack_packet(&keys, &unit),
+            crates_packet(&both, &keys, &unit)
+        );
+        assert_eq!(both.ack_commands(), 4);
     }
 }

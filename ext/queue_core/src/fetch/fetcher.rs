@@ -318,13 +318,15 @@ impl Fetcher {
     /// Writes the acknowledgement of a finished `unit`: a bare `LREM`, or the release script when
     /// the job's idempotency key is released with its end.
     fn acknowledge(&mut self, unit: Unit) {
-        // A job of a batch (batch/): its ack leaves the batch's marker in the same transaction.
-        // Like a bare ack it only confirms this thread's work, so it may wait for the thread's next
-        // call (within a batch's ~50 ms of work, or the kernel's ~200 ms hold).
+        // A job of a batch (batch/): its ack records it for the batch checker first, and wakes
+        // this process's checker. Like a bare ack it only confirms this thread's work, so it may
+        // wait for the thread's next call (within a batch's ~50 ms of work, or the kernel's ~200 ms
+        // hold).
         let in_batch = match crate::batch::Member::of(&unit.raw) {
             Some(member) => {
                 let packet = member.ack_packet(self.shared.redis.keys(), &unit);
                 self.write_unreplied(packet, Due::WithNextCall);
+                crate::batch::checker::wake();
                 true
             }
             None => false,

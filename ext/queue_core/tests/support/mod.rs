@@ -299,8 +299,7 @@ pub fn all_keys(c: &mut redis::Connection) -> Vec<String> {
 
 /// How many clients the server has blocked in `BLMOVE` (idle waiters).
 pub fn blocked_clients(c: &mut redis::Connection) -> i64 {
-    // Clients blocked in BLMOVE: the idle waiters (a server's batch checker blocks too, in
-    // BRPOPLPUSH, and is not counted).
+    // Clients blocked in BLMOVE: the idle waiters (other blocking commands are not counted).
     let list: String = redis::cmd("CLIENT")
         .arg("LIST")
         .query(c)
