@@ -38,7 +38,10 @@ impl Member {
             };
             if let Some((value, has_escape)) = field.string {
                 escaped |= has_escape;
-                *slot = String::from_utf8_lossy(value).into_owned();
+                *slot = match std::str::from_utf8(value) {
+                    Ok(text) => text.to_owned(),
+                    Err(_) => String::from_utf8_lossy(value).into_owned(),
+                };
             }
         }
         if fields.malformed() {

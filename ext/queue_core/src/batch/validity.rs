@@ -19,11 +19,16 @@ pub struct Validity {
 impl Validity {
     /// The answer read less than [`TTL`] ago, if there is one.
     pub fn cached(&self, bid: &str, now: Instant) -> Option<bool> {
+        self.cached_at(bid, now).map(|(valid, _)| valid)
+    }
+
+    /// [`Validity::cached`] with when it was read.
+    pub fn cached_at(&self, bid: &str, now: Instant) -> Option<(bool, Instant)> {
         let answers = self.answers.lock().unwrap_or_else(|p| p.into_inner());
         answers
             .get(bid)
             .filter(|(_, at)| now.duration_since(*at) < TTL)
-            .map(|(valid, _)| *valid)
+            .copied()
     }
 
     /// Keeps an answer read at `at`.

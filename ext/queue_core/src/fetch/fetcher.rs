@@ -81,6 +81,8 @@ pub struct Fetcher {
     /// Acknowledged jobs not yet counted in `stat:processed`.
     uncounted: u64,
     last_empty_fetch: Option<Instant>,
+    /// The last batch validity answer this fetcher used: bid, valid, when it was read.
+    last_validity: Option<(String, bool, Instant)>,
     /// Jobs whose failure could not be filed (Redis was unreachable). They are still in the working
     /// list; they go back to their queue on the next successful round trip.
     stranded: Vec<Unit>,
@@ -134,6 +136,7 @@ impl Fetcher {
             uncounted: 0,
             last_empty_fetch: None,
             stranded: Vec::new(),
+            last_validity: None,
             unsure: None,
             lines: JobLines::new(tid),
             tally,
@@ -172,9 +175,19 @@ impl Fetcher {
         true
     }
 
-    /// Whether batch `bid` is valid, when it was read less than a second ago (no I/O).
-    pub fn batch_valid_cached(&self, bid: &str) -> Option<bool> {
-        self.shared.batch_validity.cached(bid, Instant::now())
+    /// Whether batch `bid` is valid, when it was read less than a second ago (no I/O). The last
+    /// answer is kept here too, with when it was read: a batch's jobs come together, and then the
+    /// shared answers' lock and map are not needed.
+    pub fn batch_valid_cached(&mut self, bid: &str) -> Option<bool> {
+        let now = Instant::now();
+        if let Some((last, valid, at)) = &self.last_validity {
+            if last == bid && now.duration_since(*at) < crate::batch::validity::TTL {
+                return Some(*valid);
+            }
+        }
+        let (valid, at) = self.shared.batch_validity.cached_at(bid, now)?;
+        self.last_validity = Some((bid.to_owned(), valid, at));
+        Some(valid)
     }
 
     /// Whether batch `bid` is valid: the answer of the last second, or one round trip. Call it

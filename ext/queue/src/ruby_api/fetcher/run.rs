@@ -291,10 +291,15 @@ impl Fetcher {
     /// Whether the batch is valid: from the last second's answer, or one round trip with the GVL
     /// released.
     fn batch_valid(&self, bid: RString) -> Result<bool, Error> {
-        let bid = bid.to_string()?;
-        if let Some(valid) = self.lock().batch_valid_cached(&bid) {
+        // SAFETY: the job's bid String, unchanged while borrowed: no Ruby code runs meanwhile.
+        let cached = match unsafe { bid.as_str() } {
+            Ok(text) => self.lock().batch_valid_cached(text),
+            Err(_) => None,
+        };
+        if let Some(valid) = cached {
             return Ok(valid);
         }
+        let bid = bid.to_string()?;
         let inner = &self.inner;
         blocking(move || {
             inner
