@@ -120,27 +120,35 @@ module JobQueue
     # The processor's cache of #native_class answers when the engine may run jobs itself, nil when
     # every job must take #process: server middleware to run, or job log lines written in Ruby.
     # Forgotten whenever a class declares a limit (its subclasses have it too), so that its next
-    # fetched jobs are held to it.
+    # fetched jobs are held to it, and whenever worker options change (deduplication).
     def native_classes
       return unless @config.server_middleware_chain.empty? && !@config.job_log
 
-      unless @limits_seen == Limits.generation
+      limits = Limits.generation
+      options = Worker.options_generation
+      unless @limits_seen == limits && @options_seen == options
         @native_classes.clear
-        @limits_seen = Limits.generation
+        @limits_seen = limits
+        @options_seen = options
       end
       @native_classes
     end
 
     # Whether the engine may run jobs of class `name` itself: `[klass, takes_jid, takes_context,
-    # takes_bid, limits]`, or false when they need #process (limits with a key or a lambda). `limits`
-    # (nil for none) is what the engine checks against the process's leases; a job they do not
-    # cover takes #process. Asked by the engine once per class and thread; an unknown class raises,
+    # takes_bid, limits, dedup]`, or false when they need #process (limits with a key or a lambda).
+    # `limits` (nil for none) is what the engine checks against the process's leases; a job they do
+    # not cover takes #process. `dedup` is how a job holding its idempotency key releases it (as
+    # #deduplicated asks). Asked by the engine once per class and thread; an unknown class raises,
     # and its jobs fail in #process.
     def native_class(name)
       info = class_info(name)
-      spec = info.limits && info.klass.queue_limits
-      leasable = spec && Limits.leasable(info.klass, spec)
-      @native_classes[name] = spec && !leasable ? false : [info.klass, info.jid, info.context, info.bid, leasable].freeze
+      klass = info.klass
+      spec = info.limits && klass.queue_limits
+      leasable = spec && Limits.leasable(klass, spec)
+      return @native_classes[name] = false if spec && !leasable
+
+      dedup = klass.respond_to?(:deduplication_server_options) ? klass.deduplication_server_options : Worker::Deduplication::RELEASE_AT_START
+      @native_classes[name] = [klass, info.jid, info.context, info.bid, leasable, dedup].freeze
     end
 
     # What `Fetcher#run` handed back: a job for #process, or a job of its own that raised.

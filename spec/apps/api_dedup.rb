@@ -2,7 +2,9 @@
 
 # App for spec/api/dedup_spec.rb and spec/reliability/dedup_race_spec.rb: deduplicated workers. A
 # server middleware records every job of theirs as `perform` sees it (fields deduplication adds
-# included); gated jobs wait for the spec to open their gate.
+# included); gated jobs wait for the spec to open their gate. With DEDUP_IN_ENGINE set there is no
+# middleware, so the engine runs the jobs itself (Fetcher#run) and releases their keys; `perform`
+# records what it can see then, and whether the job came through Processor#perform_job.
 require_relative "basic"
 
 JobQueue.config.namespace = ENV["DEDUP_NAMESPACE"] if ENV["DEDUP_NAMESPACE"]
@@ -13,6 +15,18 @@ module DedupRecord
   def self.call(_worker, job, _queue)
     Record.redis.rpush("dedup:started", JSON.generate(job.slice(*FIELDS).merge("at" => Time.now.to_f)))
     yield
+  end
+
+  IN_ENGINE = ENV.key?("DEDUP_IN_ENGINE")
+
+  # With no middleware to record the job, `perform` records it (without the fields only the job
+  # Hash has).
+  def self.performing(worker, arg)
+    return unless IN_ENGINE
+
+    via_process = caller_locations.any? { |frame| frame.label.end_with?("perform_job") }
+    Record.redis.rpush("dedup:started", JSON.generate("class" => worker.class.name, "jid" => worker.jid, "args" => [arg],
+      "at" => Time.now.to_f, "via_process" => via_process))
   end
 
   # Waits (at most 10 s) until the spec opens the gate named by the job's argument.
@@ -27,8 +41,10 @@ class DedupRecordMiddleware
   end
 end
 
-JobQueue.configure_server do |config|
-  config.server_middleware { |chain| chain.add(DedupRecordMiddleware) }
+unless DedupRecord::IN_ENGINE
+  JobQueue.configure_server do |config|
+    config.server_middleware { |chain| chain.add(DedupRecordMiddleware) }
+  end
 end
 
 class DedupExecutingWorker
@@ -37,6 +53,7 @@ class DedupExecutingWorker
   idempotent!
 
   def perform(arg)
+    DedupRecord.performing(self, arg)
     DedupRecord.gate(arg)
   end
 end
@@ -47,6 +64,7 @@ class DedupExecutedWorker
   idempotent!
 
   def perform(arg)
+    DedupRecord.performing(self, arg)
     DedupRecord.gate(arg)
     raise ArgumentError, "asked to fail" if arg == "fail"
   end

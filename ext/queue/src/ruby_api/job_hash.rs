@@ -29,7 +29,11 @@ pub struct Top {
     pub args: Value,
     /// Its `idempotency_key` is neither nil nor false.
     pub idempotency_key: bool,
+    /// The `idempotency_key` itself (nil for none).
+    pub key: Value,
     pub duplicate_of: bool,
+    /// It carries `wal_locations` (its start reads the positions kept for its key).
+    pub wal_locations: bool,
     pub expires_at: bool,
     /// Its batch's bid (nil for none).
     pub bid: Value,
@@ -50,7 +54,9 @@ pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
             jid: nil,
             args: nil,
             idempotency_key: false,
+            key: nil,
             duplicate_of: false,
+            wal_locations: false,
             expires_at: false,
             bid: nil,
             meta: false,
@@ -238,7 +244,9 @@ impl RubyBuild {
             b"args" => self.top.args = as_value(),
             b"idempotency_key" => {
                 self.top.idempotency_key = value != self.nil && value != self.no;
+                self.top.key = as_value();
             }
+            b"wal_locations" => self.top.wal_locations = true,
             b"duplicate-of" => self.top.duplicate_of = true,
             b"expires_at" => self.top.expires_at = true,
             b"bid" => self.top.bid = as_value(),

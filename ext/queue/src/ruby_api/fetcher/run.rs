@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use magnus::value::{LazyId, ReprValue};
 use magnus::{Error, RArray, RHash, RString, Ruby, Value};
+use queue_core::dedup::Release;
 use queue_core::fetch::Unit;
 
 use super::Fetcher;
@@ -60,6 +61,9 @@ struct Class {
     jid: bool,
     context: bool,
     bid: bool,
+    /// How its jobs release their idempotency key (`deduplication_server_options`):
+    /// `[until_executed, ttl, reschedule]`.
+    dedup: (bool, u64, bool),
     /// Its limits when it has any: `[concurrency key or nil, limit, rate key or nil]` (unkeyed,
     /// constant: `Limits.leasable`). A job runs here only when the process's leases cover them.
     limits: Option<RArray>,
@@ -203,13 +207,24 @@ fn to_ruby(
     Ok(work.as_value())
 }
 
-/// Whether nothing in the job asks for `Processor#process`: a worker context to restore, a key to
-/// release, an expiry. A batch's job runs here when its bid is a String (`Batch::Runner`'s steps
-/// are `perform`'s below).
+/// Whether nothing in the job asks for `Processor#process`: a worker context to restore, an
+/// expiry, positions to read for its key (`wal_locations`). A key to release is released here when
+/// it and the jid are Strings; a batch's job runs here when its bid is a String (`Batch::Runner`'s
+/// steps are `perform`'s below).
 fn runs_here(top: &Top, key_released: bool) -> bool {
-    let dedup = top.idempotency_key && !key_released && !top.duplicate_of;
+    let dedup = holds_key(top, key_released);
+    let dedup_here = !dedup
+        || (!top.wal_locations
+            && RString::from_value(top.key).is_some()
+            && RString::from_value(top.jid).is_some());
     let bid = top.bid.is_nil() || RString::from_value(top.bid).is_some();
-    !(top.meta || dedup || top.expires_at) && bid
+    !(top.meta || top.expires_at) && dedup_here && bid
+}
+
+/// Whether the job holds its idempotency key and must release it (`Processor#deduplicated`'s
+/// condition): it has one, it did not go out with its batch, and the job is no marked duplicate.
+fn holds_key(top: &Top, key_released: bool) -> bool {
+    top.idempotency_key && !key_released && !top.duplicate_of
 }
 
 /// The job's class, when the processor clears it to run here (asked once per class and thread).
@@ -227,6 +242,14 @@ fn class_of(classes: RHash, top: &Top, processor: Value) -> Option<Class> {
         context: answer.entry::<Value>(2).ok()?.to_bool(),
         bid: answer.entry::<Value>(3).ok()?.to_bool(),
         limits: RArray::from_value(answer.entry(4).ok()?),
+        dedup: {
+            let options: RArray = answer.entry(5).ok()?;
+            (
+                options.entry::<Value>(0).ok()?.to_bool(),
+                options.entry(1).ok()?,
+                options.entry::<Value>(2).ok()?.to_bool(),
+            )
+        },
     })
 }
 
@@ -270,6 +293,26 @@ impl Fetcher {
         }
         if class.context {
             let _: Value = worker.funcall(*CONTEXT_SET, (processor,))?;
+        }
+        // Its own statement: a guard taken in the `if let` below would live through its body.
+        let key_released = self.lock().running_key_released();
+        if let (true, Some(key), Some(jid)) = (
+            holds_key(top, key_released),
+            RString::from_value(top.key),
+            RString::from_value(top.jid),
+        ) {
+            // As `Processor#deduplicated`: released now (until_executing, an unreplied write) or
+            // with the job's end (until_executed); no positions to read (no `wal_locations`).
+            let (until_executed, ttl, reschedule) = class.dedup;
+            let release = Release {
+                key: key.to_string()?,
+                jid: jid.to_string()?,
+                ttl,
+                reschedule,
+            };
+            self.lock()
+                .dedup(release, until_executed, false)
+                .map_err(crate::errors::to_ruby)?;
         }
         let Some(bid) = RString::from_value(top.bid) else {
             return run_job(ruby, worker, job, args);
