@@ -294,10 +294,11 @@ impl Fetcher {
         if class.context {
             let _: Value = worker.funcall(*CONTEXT_SET, (processor,))?;
         }
-        // Its own statement: a guard taken in the `if let` below would live through its body.
-        let key_released = self.lock().running_key_released();
+        // Asked of the engine only for a job that may hold a key; a guard taken in the `if let`
+        // below would live through its body.
+        let holds = holds_key(top, false) && !self.lock().running_key_released();
         if let (true, Some(key), Some(jid)) = (
-            holds_key(top, key_released),
+            holds,
             RString::from_value(top.key),
             RString::from_value(top.jid),
         ) {
