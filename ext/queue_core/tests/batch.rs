@@ -65,6 +65,20 @@ fn field(c: &mut redis::Connection, bid: &str, name: &str) -> Option<String> {
         .expect("hget")
 }
 
+/// Opens batch `bid` (no callbacks, ten minutes to live), pushes `jobs` onto `work` in it and
+/// closes it.
+fn pushed_batch(sync: &mut SyncConn, bid: &str, jobs: &[Vec<u8>]) {
+    let new = store::NewBatch {
+        callback_queue: "default".into(),
+        callbacks: "{}".into(),
+        expires_in: 600,
+        ..Default::default()
+    };
+    assert!(store::open(sync, bid, Some(&new), true).expect("open"));
+    push::push_sync(sync, bid, "work", jobs).expect("push");
+    assert!(store::close(sync, bid).expect("close"));
+}
+
 #[test]
 fn acks_written_twice_count_once_and_each_callback_is_pushed_once() {
     let server = TestRedis::start();
@@ -170,18 +184,10 @@ fn acks_counted_in_any_steps_count_each_job_once() {
     let mut c = server.conn();
     let mut sync = SyncConn::new(&redis);
     let bid = "b4";
-    let new = store::NewBatch {
-        callback_queue: "default".into(),
-        callbacks: "{}".into(),
-        expires_in: 600,
-        ..Default::default()
-    };
-    assert!(store::open(&mut sync, bid, Some(&new), true).expect("open"));
     let jobs: Vec<Vec<u8>> = (0..8)
         .map(|n| format!(r#"{{"class":"W","args":[{n}],"jid":"j{n}","bid":"{bid}"}}"#).into_bytes())
         .collect();
-    push::push_sync(&mut sync, bid, "work", &jobs).expect("push");
-    assert!(store::close(&mut sync, bid).expect("close"));
+    pushed_batch(&mut sync, bid, &jobs);
     for i in 0..8 {
         let unit = take(&mut c, "work");
         ack_twice(&mut c, &redis, &unit);
@@ -215,19 +221,11 @@ fn a_job_that_failed_before_is_taken_off_the_failures_once() {
     let mut c = server.conn();
     let mut sync = SyncConn::new(&redis);
     let bid = "b2";
-    let new = store::NewBatch {
-        callback_queue: "default".into(),
-        callbacks: "{}".into(),
-        expires_in: 600,
-        ..Default::default()
-    };
-    assert!(store::open(&mut sync, bid, Some(&new), true).expect("open"));
     let jobs: Vec<Vec<u8>> = ["j1", "j2"]
         .iter()
         .map(|jid| format!(r#"{{"class":"W","args":[],"jid":"{jid}","bid":"{bid}"}}"#).into_bytes())
         .collect();
-    push::push_sync(&mut sync, bid, "work", &jobs).expect("push");
-    assert!(store::close(&mut sync, bid).expect("close"));
+    pushed_batch(&mut sync, bid, &jobs);
     // j1 failed into retry, as batch_fail.lua records it: on :failed, no longer unsettled.
     let _: () = redis::cmd("HSET")
         .arg("jq:batch:b2:failed")
@@ -281,19 +279,11 @@ fn the_markers_of_the_version_before_are_applied_beside_the_new_acks() {
     let mut c = server.conn();
     let mut sync = SyncConn::new(&redis);
     let bid = "b5";
-    let new = store::NewBatch {
-        callback_queue: "default".into(),
-        callbacks: "{}".into(),
-        expires_in: 600,
-        ..Default::default()
-    };
-    assert!(store::open(&mut sync, bid, Some(&new), true).expect("open"));
     let jobs: Vec<Vec<u8>> = ["j1", "j2", "j3"]
         .iter()
         .map(|jid| format!(r#"{{"class":"W","args":[],"jid":"{jid}","bid":"{bid}"}}"#).into_bytes())
         .collect();
-    push::push_sync(&mut sync, bid, "work", &jobs).expect("push");
-    assert!(store::close(&mut sync, bid).expect("close"));
+    pushed_batch(&mut sync, bid, &jobs);
     // j1 acknowledged by a server of the version before (its marker on jq:batch-acks), twice;
     // j2 by a new one; j3 by an old one whose marker an old checker already counted.
     let _: () = redis::cmd("LPUSH")
