@@ -73,13 +73,22 @@ impl Fetcher {
     }
 
     fn done(&self) -> Result<(), Error> {
+        self.done_as(None)
+    }
+
+    /// `done`, with the class the job counts under in the metrics when the caller read it.
+    fn done_as(&self, class: Option<&str>) -> Result<(), Error> {
         if self.lock().running_len() <= DONE_WITH_GVL_MAX {
-            self.lock().done();
+            self.lock().done_as(class);
             return Ok(());
         }
         let inner = &self.inner;
+        let class = class.map(str::to_owned);
         blocking(move || {
-            inner.lock().unwrap_or_else(|p| p.into_inner()).done();
+            inner
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .done_as(class.as_deref());
             Ok(())
         })
     }

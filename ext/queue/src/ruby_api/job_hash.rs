@@ -39,6 +39,8 @@ pub struct Top {
     pub bid: Value,
     /// A key starting with `meta.`: a worker context.
     pub meta: bool,
+    /// It has a `wrapped` key (ActiveJob's class, which the metrics count it under).
+    pub wrapped: bool,
 }
 
 /// A job's Hash, with its [`Top`] fields; `None` when the reader declined the JSON or it is not an
@@ -60,6 +62,7 @@ pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
             expires_at: false,
             bid: nil,
             meta: false,
+            wrapped: false,
         },
     };
     let value = plain_json::parse(raw, &mut builder)?;
@@ -250,6 +253,7 @@ impl RubyBuild {
             b"duplicate-of" => self.top.duplicate_of = true,
             b"expires_at" => self.top.expires_at = true,
             b"bid" => self.top.bid = as_value(),
+            b"wrapped" => self.top.wrapped = true,
             _ if key.starts_with(b"meta.") => self.top.meta = true,
             _ => {}
         }

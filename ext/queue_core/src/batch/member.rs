@@ -1,6 +1,10 @@
 //! Whether a job belongs to a batch, read from its top-level keys in one pass (no parse): `bid` for
 //! a job of a batch, `jq_cb` (`<event>:<bid>`) for a batch's callback job.
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
 use crate::job_json::TopLevel;
 
 /// What the settle paths need of a job in a batch.
@@ -18,8 +22,10 @@ pub struct Member {
 impl Member {
     /// `None` for a job in no batch (the common case costs one substring search).
     pub fn of(raw: &[u8]) -> Option<Member> {
-        let finder = memchr::memmem::find;
-        if finder(raw, b"\"bid\"").is_none() && finder(raw, b"\"jq_cb\"").is_none() {
+        // Built once: `memmem::find` builds its searcher on every call, and this runs for every ack.
+        static BID: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"bid\""));
+        static CALLBACK: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"jq_cb\""));
+        if BID.find(raw).is_none() && CALLBACK.find(raw).is_none() {
             return None;
         }
         let mut member = Member::default();

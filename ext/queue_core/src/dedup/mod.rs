@@ -19,6 +19,9 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use redis::ScriptInvocation;
 use serde_json::Value;
@@ -79,9 +82,12 @@ pub fn flag_name(queue: &str) -> String {
     ["disable_", queue, "_deduplication"].concat()
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    memchr::memmem::find(haystack, needle).is_some()
-}
+/// Searchers for the two fields deduplication looks for in a job's bytes, built once (building one
+/// costs more than searching a job with it; `memmem::find` builds one on every call).
+pub(super) static KEY_FIELD: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"\"idempotency_key\""));
+pub(super) static WAL_FIELD: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"\"wal_locations\""));
 
 /// A job's `wal_locations` as (name, position) pairs; numbers keep their digits.
 fn positions_of(job: &Job) -> Vec<(String, String)> {
@@ -263,9 +269,7 @@ impl Release {
 /// the key) nor `wal_locations`, at its top level. A byte search first, so other jobs cost no scan;
 /// then one pass over the top-level fields (`job_json`), a full parse only for escaped strings.
 pub fn plain_holder(raw: &[u8]) -> Option<(String, String, String)> {
-    if !contains(raw, b"\"idempotency_key\"") {
-        return None;
-    }
+    KEY_FIELD.find(raw)?;
     let (mut key, mut jid, mut class) = (None, None, None);
     let mut escaped = false;
     let mut fields = TopLevel::new(raw);

@@ -9,9 +9,6 @@
 //! in place, and the whole command is one buffer (`resp`) handed to the connection as it is. The
 //! bytes are the general path's (`tests` below compares them).
 
-use std::sync::LazyLock;
-
-use memchr::memmem::Finder;
 use redis::Value;
 
 use crate::client::{check_template, job_parts};
@@ -36,13 +33,10 @@ pub fn push_new_one_sync(
     jid: &str,
     now: f64,
 ) -> Result<Option<Outcome>> {
-    // The searchers are built once: building one costs more than searching a prefix with it.
-    static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"idempotency_key\""));
-    static WAL: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"wal_locations\""));
     if opts.reschedule
         || conn.wait_replicas().is_some()
-        || KEY.find(prefix).is_some()
-        || WAL.find(prefix).is_some()
+        || super::KEY_FIELD.find(prefix).is_some()
+        || super::WAL_FIELD.find(prefix).is_some()
     {
         return Ok(None);
     }

@@ -21,7 +21,7 @@ use crate::link::wait_replicas;
 use crate::metrics;
 use crate::scripts;
 
-use super::{contains, digest, flag_name, positions_of, IDEMPOTENCY_KEY};
+use super::{digest, flag_name, positions_of, IDEMPOTENCY_KEY, KEY_FIELD, WAL_FIELD};
 
 /// How a push learns whether its queue's flag turns dropping off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,8 +251,8 @@ pub(super) fn with_key(json: &[u8], key: &str) -> Result<(Vec<u8>, Positions)> {
     let plain = json.len() > 2
         && json.first() == Some(&b'{')
         && json.last() == Some(&b'}')
-        && !contains(json, b"\"idempotency_key\"")
-        && !contains(json, b"\"wal_locations\"");
+        && KEY_FIELD.find(json).is_none()
+        && WAL_FIELD.find(json).is_none();
     if plain {
         let quoted = serde_json::to_string(key).map_err(|e| Error::InvalidJob(e.to_string()))?;
         let mut out = Vec::with_capacity(json.len() + quoted.len() + 20);

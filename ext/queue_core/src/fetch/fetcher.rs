@@ -300,6 +300,12 @@ impl Fetcher {
     /// if it cannot be written (no connection) it is written before the next call, and until then
     /// the job is safe in its working list.
     pub fn done(&mut self) {
+        self.done_as(None);
+    }
+
+    /// [`Fetcher::done`], with the class the job counts under in the metrics when the caller
+    /// already read it (`wrapped`, else `class`, as [`crate::metrics::tally::job_class`] reads them).
+    pub fn done_as(&mut self, class: Option<&str>) {
         let Some((unit, _)) = lock(&self.slot).current.take() else {
             return;
         };
@@ -307,7 +313,11 @@ impl Fetcher {
             let elapsed = started.elapsed();
             self.pace.record(unit.index, elapsed);
             self.lines.done(&unit.raw, elapsed);
-            lock(&self.tally).record(unit.index, &unit.raw, elapsed, true);
+            let mut tally = lock(&self.tally);
+            match class {
+                Some(class) => tally.record_as(unit.index, class, elapsed, true),
+                None => tally.record(unit.index, &unit.raw, elapsed, true),
+            }
         }
         self.uncounted += 1;
         self.acknowledge(unit);

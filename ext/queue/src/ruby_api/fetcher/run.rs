@@ -150,7 +150,11 @@ impl Fetcher {
         drop(raw);
         match self.perform(ruby, &class, job, &top, args, processor) {
             Ok(()) => {
-                self.done()?;
+                let class = counted_class(&top);
+                // SAFETY: the String is held by the job Hash on this thread's stack, and the borrow
+                // ends before any Ruby code runs again (`done_as` calls none).
+                let name = class.as_ref().and_then(|c| unsafe { c.as_str() }.ok());
+                self.done_as(name)?;
                 let ran = self.ran_here.fetch_add(1, Ordering::Relaxed) + 1;
                 if ran % MALLOC_CHECK_EVERY == 0 {
                     let _: Value = processor.funcall(*MALLOC_CHECK, ())?;
@@ -219,6 +223,15 @@ fn runs_here(top: &Top, key_released: bool) -> bool {
             && RString::from_value(top.jid).is_some());
     let bid = top.bid.is_nil() || RString::from_value(top.bid).is_some();
     !(top.meta || top.expires_at) && dedup_here && bid
+}
+
+/// The `class` String the metrics count the job under, when the Hash shows it plainly (a job with
+/// `wrapped` counts under that: left to the engine's own reading of the JSON).
+fn counted_class(top: &Top) -> Option<RString> {
+    if top.wrapped {
+        return None;
+    }
+    RString::from_value(top.class)
 }
 
 /// Whether the job holds its idempotency key and must release it (`Processor#deduplicated`'s
