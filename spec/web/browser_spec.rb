@@ -174,6 +174,8 @@ RSpec.describe "the dashboard in Chromium", type: :feature do
     expect(page).to have_content("nightly echo")
     expect(page).to have_css("code.jid", text: jid)
     click_button "Disable"
+    # The flash, not the path, shows the POST was answered: the path was already /cron/nightly.
+    expect(page).to have_css(".flash", text: "Disabled cron schedule nightly.")
     expect(page).to have_current_path("/cron/nightly")
     expect(redis.hget("cron_job:nightly", "status")).to eq("disabled")
     screenshot("cron-job")
