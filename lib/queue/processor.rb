@@ -147,8 +147,7 @@ module JobQueue
       leasable = spec && Limits.leasable(klass, spec)
       return @native_classes[name] = false if spec && !leasable
 
-      dedup = klass.respond_to?(:deduplication_server_options) ? klass.deduplication_server_options : Worker::Deduplication::RELEASE_AT_START
-      @native_classes[name] = [klass, info.jid, info.context, info.bid, leasable, dedup].freeze
+      @native_classes[name] = [klass, info.jid, info.context, info.bid, leasable, release_options(klass)].freeze
     end
 
     # What `Fetcher#run` handed back: a job for #process, or a job of its own that raised.
@@ -227,9 +226,15 @@ module JobQueue
     # the engine releases the key now (until_executing) or with the job's ack or failure
     # (until_executed), and hands over the newest `wal_locations` kept for it.
     def deduplicated(klass, job)
-      executed, ttl, reschedule = klass.respond_to?(:deduplication_server_options) ? klass.deduplication_server_options : Worker::Deduplication::RELEASE_AT_START
+      executed, ttl, reschedule = release_options(klass)
       positions = @fetcher.dedup(job["idempotency_key"].to_s, job["jid"].to_s, executed, ttl, reschedule, job.key?("wal_locations"))
       job["wal_locations"] = positions if positions
+    end
+
+    # How a job of `klass` holding its idempotency key releases it: `[until_executed, ttl,
+    # reschedule]` (at its start, for a class without the deduplication DSL).
+    def release_options(klass)
+      klass.respond_to?(:deduplication_server_options) ? klass.deduplication_server_options : Worker::Deduplication::RELEASE_AT_START
     end
 
     # Malformed JSON, or JSON that is not a job hash, goes straight to the dead set, as in Sidekiq.
