@@ -36,8 +36,8 @@ fn take(c: &mut redis::Connection, queue: &str) -> Unit {
 /// Acknowledges `unit` with the batch's ack, twice.
 fn ack_twice(c: &mut redis::Connection, redis: &queue_core::Redis, unit: &Unit) {
     let member = Member::of(&unit.raw).expect("a batch member");
-    let packet = member.ack_packet(redis.keys(), unit);
-    let commands = member.ack_commands();
+    let packet = member.ack_packet(redis.keys(), unit, true);
+    let commands = member.ack_commands(true);
     for _ in 0..2 {
         // The record (SADDs, or an LPUSH), then the LREM: only the last reply is read.
         c.req_packed_commands(&packet, commands - 1, 1)

@@ -24,8 +24,11 @@ impl Member {
     /// written twice (a resend) or late (a job recovery requeued from a server taken for dead while
     /// it still ran it) count once: the checker counts how far the set grew, not the acks.
     ///
+    /// Without `mark`, the `SADD jq:batch-dirty` is left out: the fetcher owes it, and writes it
+    /// after the acks of the same batch that follow on its connection (`Fetcher`'s `owed_mark`).
+    ///
     /// Written straight into one buffer (`resp.rs`): it is built once per job.
-    pub fn ack_packet(&self, keys: &Keys, unit: &Unit) -> Vec<u8> {
+    pub fn ack_packet(&self, keys: &Keys, unit: &Unit, mark: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(unit.raw.len() + unit.working.len() + 160);
         let mut markers: Vec<Vec<u8>> = Vec::new();
         if !self.bid.is_empty() {
@@ -39,7 +42,9 @@ impl Member {
                     &mut out,
                     &[&[b"SADD"], &[ns, b"jq:batch:", bid, b":ok"], &[jid]],
                 );
-                command_of_parts(&mut out, &[&[b"SADD"], &[ns, b"jq:batch-dirty"], &[bid]]);
+                if mark {
+                    mark_of_parts(&mut out, ns, bid);
+                }
             }
         }
         if !self.callback.is_empty() {
@@ -59,10 +64,16 @@ impl Member {
     }
 
     /// How many commands [`Member::ack_packet`] writes (for a reader of their replies).
-    pub fn ack_commands(&self) -> usize {
-        let recorded = !self.bid.is_empty() && !self.failed_before;
+    pub fn ack_commands(&self, mark: bool) -> usize {
+        let recorded = self.marks_dirty();
         let marked = self.failed_before && !self.bid.is_empty() || !self.callback.is_empty();
-        1 + 2 * usize::from(recorded) + usize::from(marked)
+        1 + usize::from(recorded) * (1 + usize::from(mark)) + usize::from(marked)
+    }
+
+    /// Whether its ack adds its jid to `<bid>:ok` and marks the bid dirty: a job of a batch that
+    /// never failed. Only such an ack may leave its mark owed ([`Member::ack_packet`]).
+    pub fn marks_dirty(&self) -> bool {
+        !self.bid.is_empty() && !self.failed_before
     }
 
     /// `q<n>:<bid><jid>`, the marker of a job that failed before: the checker records it and takes
@@ -104,6 +115,17 @@ impl Member {
     }
 }
 
+/// `SADD jq:batch-dirty <bid>`: the mark an ack owed, written on its own.
+pub fn mark_packet(keys: &Keys, bid: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bid.len() + 64);
+    mark_of_parts(&mut out, keys.namespace().as_bytes(), bid.as_bytes());
+    out
+}
+
+fn mark_of_parts(out: &mut Vec<u8>, ns: &[u8], bid: &[u8]) {
+    command_of_parts(out, &[&[b"SADD"], &[ns, b"jq:batch-dirty"], &[bid]]);
+}
+
 /// Appends a command as `resp::command` writes it, each argument the concatenation of its parts.
 fn command_of_parts(out: &mut Vec<u8>, args: &[&[&[u8]]]) {
     out.push(b'*');
@@ -126,7 +148,7 @@ mod tests {
     use super::*;
 
     /// The packet as the crate's pipeline writes it.
-    fn crates_packet(member: &Member, keys: &Keys, unit: &Unit) -> Vec<u8> {
+    fn crates_packet(member: &Member, keys: &Keys, unit: &Unit, mark: bool) -> Vec<u8> {
         let mut pipe = redis::pipe();
         let mut push = redis::cmd("LPUSH");
         push.arg(keys.batch_news());
@@ -139,7 +161,9 @@ mod tests {
                 pipe.cmd("SADD")
                     .arg(keys.batch_ok(&member.bid))
                     .arg(&member.jid);
-                pipe.cmd("SADD").arg(keys.batch_dirty()).arg(&member.bid);
+                if mark {
+                    pipe.cmd("SADD").arg(keys.batch_dirty()).arg(&member.bid);
+                }
             }
         }
         if !member.callback.is_empty() {
@@ -173,25 +197,32 @@ mod tests {
             ..Member::default()
         };
         for member in [&plain, &retried, &callback] {
-            assert_eq!(
-                member.ack_packet(&keys, &unit),
-                crates_packet(member, &keys, &unit)
-            );
+            for mark in [true, false] {
+                assert_eq!(
+                    member.ack_packet(&keys, &unit, mark),
+                    crates_packet(member, &keys, &unit, mark)
+                );
+            }
         }
         assert_eq!(retried.marker(), "q2:b1j1");
         let commands: Vec<usize> = [&plain, &retried, &callback]
             .iter()
-            .map(|m| m.ack_commands())
+            .map(|m| m.ack_commands(true))
             .collect();
         assert_eq!(commands, vec![3, 2, 2]);
+        assert_eq!(plain.ack_commands(false), 2);
+        assert_eq!(retried.ack_commands(false), 2);
+        let mut pipe = redis::pipe();
+        pipe.cmd("SADD").arg(keys.batch_dirty()).arg("b1");
+        assert_eq!(mark_packet(&keys, "b1"), pipe.get_packed_pipeline());
         let both = Member {
             callback: "success:b0".into(),
             ..plain.clone()
         };
         assert_eq!(
-            both.ack_packet(&keys, &unit),
-            crates_packet(&both, &keys, &unit)
+            both.ack_packet(&keys, &unit, true),
+            crates_packet(&both, &keys, &unit, true)
         );
-        assert_eq!(both.ack_commands(), 4);
+        assert_eq!(both.ack_commands(true), 4);
     }
 }

@@ -27,6 +27,9 @@ use crate::metrics::Tally;
 use crate::retry::{Failure, Fate};
 use crate::settle::Settlement;
 
+mod owed;
+
+use self::owed::{unit_id, OwedMark};
 use super::calls::{self, FetchRequest};
 use super::pace::{self, Pace};
 use super::shared::{lock, Slot};
@@ -78,6 +81,9 @@ pub struct Fetcher {
     /// call, when their batch arrives (`release_buffered_early`), and are marked
     /// [`Unit::key_released`], so that their start has nothing left to do.
     early: HashSet<String>,
+    /// A batch's dirty mark this fetcher's acks left out (`owed.rs`), with the job that will write
+    /// it.
+    owed_mark: Option<OwedMark>,
     /// Acknowledged jobs not yet counted in `stat:processed`.
     uncounted: u64,
     last_empty_fetch: Option<Instant>,
@@ -133,6 +139,7 @@ impl Fetcher {
             release: None,
             limit_slot: None,
             early: HashSet::new(),
+            owed_mark: None,
             uncounted: 0,
             last_empty_fetch: None,
             stranded: Vec::new(),
@@ -154,25 +161,34 @@ impl Fetcher {
     /// [`Fetcher::next_buffered`] without copying the job out: true when a job started, which
     /// [`Fetcher::with_running`] then reads in place.
     pub fn start_buffered(&mut self) -> bool {
+        let started = self.try_start_buffered();
+        if !started.is_some_and(|front| self.owes_for(front)) {
+            self.pay_mark();
+        }
+        started.is_some()
+    }
+
+    /// Starts the job at the front of the buffer if it may start now; returns its identity
+    /// ([`unit_id`]).
+    fn try_start_buffered(&mut self) -> Option<usize> {
         if self.shared.is_quiet() {
-            return false;
+            return None;
         }
         let mut s = lock(&self.slot);
-        let Some(index) = s.buffer.front().map(|u| u.index) else {
-            return false;
-        };
+        let index = s.buffer.front()?.index;
         if self.shared.paused.is_paused(index)
             || self
                 .pace
                 .look_up_due(index, &self.shared.order, Instant::now())
         {
-            return false;
+            return None;
         }
-        let Some(unit) = s.buffer.pop_front() else {
-            return false;
-        };
+        let unit = s.buffer.pop_front()?;
+        // An owed mark's job is running now: it is no longer in the buffer to keep.
+        s.owes_mark = false;
+        let id = unit_id(&unit);
         start(&mut s, &mut self.started, &self.lines, unit);
-        true
+        Some(id)
     }
 
     /// Whether batch `bid` is valid, when it was read less than a second ago (no I/O). The last
@@ -225,6 +241,8 @@ impl Fetcher {
     /// [`Fetcher::next`] without copying the job out: true when a job started (read it with
     /// [`Fetcher::with_running`]). Blocks: call it with the GVL released.
     pub fn start_next(&mut self, timeout: Duration) -> Result<bool> {
+        // What follows may take the buffer's front away or wait: an owed mark goes out first.
+        self.pay_mark();
         let deadline = Instant::now() + timeout;
         loop {
             if self.shared.is_quiet() {
@@ -347,7 +365,8 @@ impl Fetcher {
         // hold).
         let in_batch = match crate::batch::Member::of(&unit.raw) {
             Some(member) => {
-                let packet = member.ack_packet(self.shared.redis.keys(), &unit);
+                let mark = self.settle_mark(&member);
+                let packet = member.ack_packet(self.shared.redis.keys(), &unit, mark);
                 self.write_unreplied(packet, Due::WithNextCall);
                 crate::batch::checker::wake();
                 true
@@ -674,6 +693,7 @@ impl Fetcher {
             return Ok(());
         }
         self.closed = true;
+        self.pay_mark();
         self.shared.unregister(&self.slot);
         let mut held: Vec<Unit> = {
             let mut s = lock(&self.slot);
@@ -871,6 +891,7 @@ impl Fetcher {
     /// confirms every ack written before it (Redis runs a connection's commands in order); a broken
     /// connection leaves them unknown, so they are written again.
     fn round_trip<T>(&mut self, op: impl FnOnce(&mut SyncConn) -> Result<T>) -> Result<T> {
+        self.pay_mark();
         let result = self.write_unsent().and_then(|()| op(&mut self.conn));
         match &result {
             Ok(_) => self.unconfirmed.clear(),

@@ -62,6 +62,9 @@ pub(crate) struct Slot {
     pub(crate) buffer: VecDeque<Unit>,
     /// The running job and when it started (epoch seconds, for the dashboard).
     pub(crate) current: Option<(Unit, i64)>,
+    /// The fetcher owes a batch's dirty mark that the job at the front of `buffer` will write
+    /// (`Fetcher`'s `owed_mark`): that job is not stolen, so it stays this fetcher's to run.
+    pub(crate) owes_mark: bool,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -270,19 +273,23 @@ impl FetchShared {
     /// Takes the newest unstarted job of the sibling holding the most, so a prefetched batch never
     /// waits behind a slow job while another thread of the process is idle. The job stays in its
     /// working list, and its ack names that list, so nothing about its safety changes. A job of a
-    /// paused queue is left for its fetcher to hand back.
+    /// paused queue is left for its fetcher to hand back, and so is the last job of a fetcher that
+    /// owes a batch's mark (its ack writes the mark on the connection that owes it).
     pub(crate) fn steal(&self, me: &Arc<Mutex<Slot>>) -> Option<Unit> {
         let slots = lock(&self.slots);
         let mut best: Option<(&Arc<Mutex<Slot>>, usize)> = None;
         for slot in slots.iter().filter(|s| !Arc::ptr_eq(s, me)) {
-            let held = lock(slot).buffer.len();
+            let held = {
+                let s = lock(slot);
+                s.buffer.len() - usize::from(s.owes_mark && !s.buffer.is_empty())
+            };
             if held > 0 && best.is_none_or(|(_, most)| held > most) {
                 best = Some((slot, held));
             }
         }
         let (slot, _) = best?;
         let mut s = lock(slot);
-        if self.paused.is_paused(s.buffer.back()?.index) {
+        if self.paused.is_paused(s.buffer.back()?.index) || s.owes_mark && s.buffer.len() <= 1 {
             return None;
         }
         s.buffer.pop_back()
@@ -324,6 +331,7 @@ mod tests {
             tid: tid.into(),
             buffer: jobs.iter().map(|&n| unit(n)).collect(),
             current: None,
+            owes_mark: false,
         }));
         shared.register(slot.clone());
         slot
@@ -344,6 +352,26 @@ mod tests {
         shared.steal(&me).expect("the last one");
         assert_eq!(shared.steal(&me), None);
         assert!(lock(&few).buffer.is_empty() && lock(&many).buffer.is_empty());
+    }
+
+    #[test]
+    fn leaves_the_last_job_of_a_fetcher_that_owes_a_mark() {
+        let shared = shared();
+        let me = slot_with(&shared, "me", &[]);
+        let owing = slot_with(&shared, "owing", &[1, 2]);
+        lock(&owing).owes_mark = true;
+        let other = slot_with(&shared, "other", &[3]);
+        // Both offer one job: the owing fetcher's front stays; the newest behind it may go.
+        let first = shared.steal(&me).expect("a job");
+        let second = shared.steal(&me).expect("another job");
+        let mut stolen = vec![first, second];
+        stolen.sort_by_key(|u| u.raw.clone());
+        assert_eq!(stolen, vec![unit(2), unit(3)]);
+        assert_eq!(shared.steal(&me), None);
+        assert_eq!(lock(&owing).buffer.front(), Some(&unit(1)));
+        lock(&owing).owes_mark = false;
+        assert_eq!(shared.steal(&me), Some(unit(1)));
+        assert!(lock(&other).buffer.is_empty());
     }
 
     #[test]
