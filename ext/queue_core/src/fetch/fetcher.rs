@@ -363,7 +363,10 @@ impl Fetcher {
         // this process's checker. Like a bare ack it only confirms this thread's work, so it may
         // wait for the thread's next call (within a batch's ~50 ms of work, or the kernel's ~200 ms
         // hold).
-        let in_batch = match crate::batch::Member::of(&unit.raw) {
+        let member = self
+            .owed_member(&unit)
+            .or_else(|| crate::batch::Member::of(&unit.raw));
+        let in_batch = match member {
             Some(member) => {
                 let mark = self.settle_mark(&member);
                 let packet = member.ack_packet(self.shared.redis.keys(), &unit, mark);
