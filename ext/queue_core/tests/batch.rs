@@ -65,20 +65,6 @@ fn field(c: &mut redis::Connection, bid: &str, name: &str) -> Option<String> {
         .expect("hget")
 }
 
-/// Opens batch `bid` (no callbacks, ten minutes to live), pushes `jobs` onto `work` in it and
-/// closes it.
-fn pushed_batch(sync: &mut SyncConn, bid: &str, jobs: &[Vec<u8>]) {
-    let new = store::NewBatch {
-        callback_queue: "default".into(),
-        callbacks: "{}".into(),
-        expires_in: 600,
-        ..Default::default()
-    };
-    assert!(store::open(sync, bid, Some(&new), true).expect("open"));
-    push::push_sync(sync, bid, "work", jobs).expect("push");
-    assert!(store::close(sync, bid).expect("close"));
-}
-
 #[test]
 fn acks_written_twice_count_once_and_each_callback_is_pushed_once() {
     let server = TestRedis::start();

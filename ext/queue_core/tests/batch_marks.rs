@@ -7,45 +7,55 @@ mod support;
 
 use std::time::Duration;
 
-use queue_core::batch::{push, store};
+use queue_core::fetch::Fetcher;
 use queue_core::link::blocking::SyncConn;
 use queue_core::server::Server;
+use queue_core::Redis;
 
 use support::*;
 
 const IDENTITY: &str = "host:321:abcdefabcdef";
 const WAIT: Duration = Duration::from_secs(5);
 
-fn batch_jobs(bid: &str, n: usize) -> Vec<Vec<u8>> {
-    (1..=n)
+/// A server of one thread on queue `work`, its fetcher `t1` warmed up (so its pace takes a whole
+/// batch at once), and batch `bid` of `n` jobs pushed.
+struct Setup {
+    /// Bound by name where it is taken apart (`_` or `..` would drop it, and stop the server).
+    redis_server: TestRedis,
+    redis: Redis,
+    c: redis::Connection,
+    server: Server,
+    fetcher: Fetcher,
+    jobs: Vec<Vec<u8>>,
+}
+
+fn setup(bid: &str, n: usize) -> Setup {
+    let t = TestRedis::start();
+    let redis = t.redis();
+    let c = t.conn();
+    let mut config = server_config(IDENTITY, &[("work", 1)]);
+    config.concurrency = 1;
+    config.max_batch = 100;
+    let server = Server::start(redis.clone(), config).expect("server starts");
+    let mut fetcher = server.fetcher("t1").expect("fetcher");
+    warm_up(&redis, &mut fetcher, "work");
+    let jobs: Vec<Vec<u8>> = (1..=n)
         .map(|i| {
             format!(
                 r#"{{"class":"W","args":[],"queue":"work","jid":"{bid}-{i:04}","bid":"{bid}"}}"#
             )
             .into_bytes()
         })
-        .collect()
-}
-
-/// Opens batch `bid` (no callbacks), pushes `jobs` onto `work` in it and closes it.
-fn pushed_batch(sync: &mut SyncConn, bid: &str, jobs: &[Vec<u8>]) {
-    let new = store::NewBatch {
-        callback_queue: "default".into(),
-        callbacks: "{}".into(),
-        expires_in: 600,
-        ..Default::default()
-    };
-    assert!(store::open(sync, bid, Some(&new), true).expect("open"));
-    push::push_sync(sync, bid, "work", jobs).expect("push");
-    assert!(store::close(sync, bid).expect("close"));
-}
-
-fn server(redis: &queue_core::Redis) -> Server {
-    let mut config = server_config(IDENTITY, &[("work", 1)]);
-    config.concurrency = 1;
-    // One thread's share is the whole batch the pace asks for.
-    config.max_batch = 100;
-    Server::start(redis.clone(), config).expect("server starts")
+        .collect();
+    pushed_batch(&mut SyncConn::new(&redis), bid, &jobs);
+    Setup {
+        redis_server: t,
+        redis,
+        c,
+        server,
+        fetcher,
+        jobs,
+    }
 }
 
 fn pending(c: &mut redis::Connection, bid: &str) -> Option<String> {
@@ -58,15 +68,14 @@ fn pending(c: &mut redis::Connection, bid: &str) -> Option<String> {
 
 #[test]
 fn a_thread_draining_a_batch_marks_it_once_per_buffer_and_every_job_is_counted() {
-    let t = TestRedis::start();
-    let redis = t.redis();
-    let mut c = t.conn();
-    let mut sync = SyncConn::new(&redis);
-    let server = server(&redis);
-    let mut fetcher = server.fetcher("t1").expect("fetcher");
-    warm_up(&redis, &mut fetcher, "work");
-    let jobs = batch_jobs("b1", 40);
-    pushed_batch(&mut sync, "b1", &jobs);
+    let Setup {
+        redis_server: _alive,
+        mut c,
+        server,
+        mut fetcher,
+        jobs,
+        ..
+    } = setup("b1", 40);
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .query(&mut c)
@@ -102,22 +111,21 @@ fn a_thread_draining_a_batch_marks_it_once_per_buffer_and_every_job_is_counted()
 
 #[test]
 fn while_a_mark_is_owed_a_job_of_its_batch_stays_in_the_working_list() {
-    let t = TestRedis::start();
-    let redis = t.redis();
-    let mut c = t.conn();
-    let mut sync = SyncConn::new(&redis);
-    let server = server(&redis);
-    let mut fetcher = server.fetcher("t1").expect("fetcher");
-    warm_up(&redis, &mut fetcher, "work");
-    let jobs = batch_jobs("b2", 2);
-    pushed_batch(&mut sync, "b2", &jobs);
+    let Setup {
+        redis_server: _alive,
+        redis,
+        mut c,
+        server,
+        mut fetcher,
+        jobs,
+    } = setup("b2", 2);
     let (_, first) = fetcher.next(WAIT).expect("fetch").expect("a job");
     assert_eq!(first, jobs[0]);
     fetcher.done();
     let working = redis.keys().working("work", IDENTITY, "t1");
     // The ack reaches Redis (the kernel holds it ~200 ms at most); the mark does not.
     wait_for("the first ack", || llen(&mut c, &working) == 1);
-    assert_eq!(smembers(&mut c, "jq:batch:b2:ok"), vec![jobs_jid(&jobs[0])]);
+    assert_eq!(smembers(&mut c, "jq:batch:b2:ok"), vec!["b2-0001"]);
     assert!(
         smembers(&mut c, "jq:batch-dirty").is_empty(),
         "the mark is owed"
@@ -149,9 +157,4 @@ fn while_a_mark_is_owed_a_job_of_its_batch_stays_in_the_working_list() {
     });
     sibling.close().expect("close");
     server.stop().expect("stop");
-}
-
-fn jobs_jid(raw: &[u8]) -> String {
-    let job: serde_json::Value = serde_json::from_slice(raw).expect("json");
-    job["jid"].as_str().expect("jid").to_owned()
 }

@@ -189,6 +189,21 @@ pub fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// Opens batch `bid` (no callbacks, ten minutes to live), pushes `jobs` onto `work` in it and
+/// closes it.
+pub fn pushed_batch(sync: &mut queue_core::link::blocking::SyncConn, bid: &str, jobs: &[Vec<u8>]) {
+    use queue_core::batch::{push, store};
+    let new = store::NewBatch {
+        callback_queue: "default".into(),
+        callbacks: "{}".into(),
+        expires_in: 600,
+        ..Default::default()
+    };
+    assert!(store::open(sync, bid, Some(&new), true).expect("open"));
+    push::push_sync(sync, bid, "work", jobs).expect("push");
+    assert!(store::close(sync, bid).expect("close"));
+}
+
 // ---- synchronous readers ----------------------------------------------------------------------
 
 /// Calls of one command Redis counted, its scripts' inner calls included.
