@@ -67,6 +67,15 @@ pub(crate) struct Slot {
     pub(crate) owes_mark: bool,
 }
 
+impl Slot {
+    /// How many of its buffered jobs a sibling may take: all of them, but the front one while the
+    /// fetcher owes a mark that job's ack writes.
+    fn stealable(&self) -> usize {
+        let kept = usize::from(self.owes_mark && !self.buffer.is_empty());
+        self.buffer.len() - kept
+    }
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these locks leaves plain data behind; keep going with it.
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -279,17 +288,14 @@ impl FetchShared {
         let slots = lock(&self.slots);
         let mut best: Option<(&Arc<Mutex<Slot>>, usize)> = None;
         for slot in slots.iter().filter(|s| !Arc::ptr_eq(s, me)) {
-            let held = {
-                let s = lock(slot);
-                s.buffer.len() - usize::from(s.owes_mark && !s.buffer.is_empty())
-            };
+            let held = lock(slot).stealable();
             if held > 0 && best.is_none_or(|(_, most)| held > most) {
                 best = Some((slot, held));
             }
         }
         let (slot, _) = best?;
         let mut s = lock(slot);
-        if self.paused.is_paused(s.buffer.back()?.index) || s.owes_mark && s.buffer.len() <= 1 {
+        if s.stealable() == 0 || self.paused.is_paused(s.buffer.back()?.index) {
             return None;
         }
         s.buffer.pop_back()
