@@ -48,6 +48,7 @@ pub mod server;
 pub mod settle;
 pub mod shard_move;
 pub mod supervisor;
+pub mod thread_policy;
 
 pub use error::{Error, Result};
 pub use link::connect_error::{ConnectError, ConnectErrorKind};
