@@ -19,6 +19,11 @@ static REPLICATION: Lazy<ExceptionClass> =
     Lazy::new(|ruby| job_queue_class(ruby, "ReplicationError"));
 static INVALID_JOB: Lazy<ExceptionClass> = Lazy::new(|ruby| job_queue_class(ruby, "InvalidJob"));
 
+/// `JobQueue::Error`, for the binding's errors that are not the engine's `Error`.
+pub fn base(ruby: &Ruby) -> ExceptionClass {
+    ruby.get_inner(&BASE)
+}
+
 pub fn to_ruby(e: queue_core::Error) -> Error {
     let ruby = Ruby::get().expect("engine errors are raised on a Ruby thread");
     let class = match &e {

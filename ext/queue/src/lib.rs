@@ -25,6 +25,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::push_template::define(ruby, &native)?;
     ruby_api::log::define(ruby, &native)?;
     ruby_api::job_hash::define(&native)?;
+    ruby_api::thread_policy::define(&native)?;
     ruby_api::ordered::define(ruby, &native)?; // after engine: adds Engine's ordered_* methods
     ruby_api::inspect::define(ruby, &native)?; // after engine: adds Engine's api_* methods
     ruby_api::metrics::define(ruby, &native)?; // after engine: adds Engine#metrics_text

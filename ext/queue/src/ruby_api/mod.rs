@@ -15,6 +15,7 @@ pub mod ordered;
 pub mod push_template;
 pub mod server;
 pub mod start_server;
+pub mod thread_policy;
 
 use magnus::{RString, Ruby};
 
