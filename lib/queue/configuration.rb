@@ -29,9 +29,10 @@ module JobQueue
     MALLOC_ARENA_MAX_RANGE = (1..1024).freeze
     DEFAULT_GC_MALLOC_GROWTH = 4 << 20
     DEFAULT_MALLOC_TRIM_INTERVAL = 5
+    JOB_THREAD_POLICIES = [:batch, nil].freeze
 
     attr_reader :concurrency, :timeout, :max_batch, :batch_expiry, :queues, :namespace, :busy_poll_us, :gitlab_fetcher_scan
-    attr_reader :malloc_arena_max, :gc_malloc_growth, :malloc_trim_interval
+    attr_reader :malloc_arena_max, :gc_malloc_growth, :malloc_trim_interval, :job_thread_policy
     attr_reader :error_handlers, :death_handlers, :client_middleware_chain, :server_middleware_chain
     attr_accessor :tag, :labels, :environment, :require_path
     attr_reader :logger
@@ -51,6 +52,7 @@ module JobQueue
       @malloc_arena_max = DEFAULT_MALLOC_ARENA_MAX
       @gc_malloc_growth = DEFAULT_GC_MALLOC_GROWTH
       @malloc_trim_interval = DEFAULT_MALLOC_TRIM_INTERVAL
+      @job_thread_policy = :batch
       @queues = [["default", 1]]
       @strict_order = true
       @tag = ""
@@ -217,6 +219,17 @@ module JobQueue
       end
 
       @malloc_arena_max = max
+    end
+
+    # How the kernel schedules a server's job threads: :batch (the default) puts each under Linux's
+    # SCHED_BATCH as it starts, so a job thread waking up does not preempt a running thread (most
+    # often the one holding the GVL it would then wait for); nil leaves the policy the process
+    # started with. A thread started under another policy than the default (chrt, real-time) keeps it.
+    # Elsewhere than Linux, nothing to do. thread_policy.rb; ARCHITECTURE.md, "I/O-bound jobs".
+    def job_thread_policy=(policy)
+      raise ArgumentError, "job_thread_policy must be :batch or nil, got #{policy.inspect}" unless JOB_THREAD_POLICIES.include?(policy)
+
+      @job_thread_policy = policy
     end
 
     # Bytes Ruby may malloc since its last GC, in a server process, before its processor threads run a

@@ -5,6 +5,7 @@ require_relative "job_run"
 require_relative "iterable"
 require_relative "batch/runner"
 require_relative "malloc_gc"
+require_relative "thread_policy"
 
 module JobQueue
   # One processor thread: takes a job from its fetcher, runs the server middleware and `perform`,
@@ -55,6 +56,7 @@ module JobQueue
     end
 
     def run
+      ThreadPolicy.apply(@config.job_thread_policy, @config.logger)
       @fetcher = engine_call { @capsule.zero? ? @server.fetcher(tid) : @server.fetcher_in(@capsule, tid) } until @fetcher || @launcher.quiet?
       # Ordered workers (lib/queue/ordered/thread_work.rb) run on the default capsule's threads.
       @ordered = @launcher.ordered&.thread_work(@index) if @capsule.zero?

@@ -200,6 +200,16 @@ RSpec.describe JobQueue::Configuration do
       expect(config.malloc_arena_max).to eq(8)
     end
 
+    it "takes job_thread_policy as :batch or nil, :batch unless set, and refuses anything else" do
+      expect(config.job_thread_policy).to eq(:batch)
+      config.job_thread_policy = nil
+      expect(config.job_thread_policy).to be_nil
+      [:normal, "batch", :idle, true].each do |bad|
+        expect { config.job_thread_policy = bad }.to raise_error(ArgumentError, /job_thread_policy must be :batch or nil, got #{Regexp.escape(bad.inspect)}/)
+      end
+      expect(config.job_thread_policy).to be_nil
+    end
+
     it "takes gc_malloc_growth as nil or a positive number of bytes, 4 MB unless set, and refuses anything else" do
       expect(config.gc_malloc_growth).to eq(4 << 20)
       config.gc_malloc_growth = nil
