@@ -2,7 +2,8 @@
 
 # What every app a benchmark runs under our server shares: Redis from REDIS_URL, and logging at WARN
 # as for Sidekiq (BENCH_LOG_LEVEL=info turns the per-job lines on); Sidekiq's Metrics page data at
-# the default 7 (BENCH_SIDEKIQ_METRICS=false turns it off).
+# the default 7 (BENCH_SIDEKIQ_METRICS=false turns it off). BENCH_JOB_THREAD_POLICY=off leaves the job
+# threads under the kernel's default policy (config.job_thread_policy = nil), for an A/B of SCHED_BATCH.
 require "logger"
 require "queue"
 
@@ -10,4 +11,5 @@ JobQueue.configure do |c|
   c.redis = {url: ENV.fetch("REDIS_URL")}
   c.logger.level = ENV.fetch("BENCH_LOG_LEVEL", "warn")
   c.sidekiq_metrics = false if ENV["BENCH_SIDEKIQ_METRICS"] == "false"
+  c.job_thread_policy = nil if ENV["BENCH_JOB_THREAD_POLICY"] == "off"
 end
