@@ -225,7 +225,8 @@ module JobQueue
     # SCHED_BATCH as it starts, so a job thread waking up does not preempt a running thread (most
     # often the one holding the GVL it would then wait for); nil leaves the policy the process
     # started with. A thread started under another policy than the default (chrt, real-time) keeps it.
-    # Elsewhere than Linux, nothing to do. thread_policy.rb; ARCHITECTURE.md, "I/O-bound jobs".
+    # Elsewhere than Linux, nothing to do. thread_policy.rb; ARCHITECTURE.md, "Job threads under
+    # SCHED_BATCH".
     def job_thread_policy=(policy)
       raise ArgumentError, "job_thread_policy must be :batch or nil, got #{policy.inspect}" unless JOB_THREAD_POLICIES.include?(policy)
 

@@ -4,7 +4,7 @@ module JobQueue
   # A server's job threads under Linux's SCHED_BATCH (config.job_thread_policy): a job thread that
   # wakes up waits for a core instead of preempting a running thread, which is most often the one
   # holding the GVL it would wait for anyway. Each processor thread applies it to itself as it starts
-  # (ext/queue_core/src/thread_policy.rs; ARCHITECTURE.md, "I/O-bound jobs").
+  # (ext/queue_core/src/thread_policy.rs; ARCHITECTURE.md, "Job threads under SCHED_BATCH").
   module ThreadPolicy
     @refusal_logged = false
     @lock = Mutex.new

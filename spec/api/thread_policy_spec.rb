@@ -3,8 +3,9 @@
 require_relative "../apps/thread_policy"
 
 # A server's job threads run under Linux's SCHED_BATCH (config.job_thread_policy, :batch by default):
-# a job thread that wakes up does not preempt the thread holding the GVL (ARCHITECTURE.md, "I/O-bound
-# jobs"). The engine's threads and the main thread keep the policy the process started with.
+# a job thread that wakes up does not preempt the thread holding the GVL (ARCHITECTURE.md, "Job
+# threads under SCHED_BATCH"). The engine's threads and the main thread keep the policy the process
+# started with.
 RSpec.describe "scheduling policy of a server's threads", if: RUBY_PLATFORM.include?("linux") do
   let(:redis) { TestRedis.client }
   let(:sched_other) { 0 }

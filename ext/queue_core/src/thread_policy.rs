@@ -7,8 +7,8 @@
 //! switches, and the lock idle between them. Linux's `SCHED_BATCH` policy is the default policy
 //! without that preemption on wake-up: the thread still gets its fair share of the CPU at the same
 //! nice value, but waits for the running thread's slice to end or for it to block (which a job
-//! thread does as soon as its job waits again). ARCHITECTURE.md, "I/O-bound jobs", has the
-//! measurements.
+//! thread does as soon as its job waits again). ARCHITECTURE.md, "Job threads under `SCHED_BATCH`",
+//! has the measurements.
 //!
 //! Only a thread under the default policy is moved: one a process was started under with another
 //! (`chrt`, a real-time policy, `SCHED_IDLE`) keeps it.
@@ -82,14 +82,16 @@ pub fn batch_current_thread() -> Result<Policy, PolicyError> {
 mod imp {
     use super::{Policy, PolicyError};
 
+    /// `SCHED_RESET_ON_FORK`, which the kernel may or into a policy it reports.
+    const RESET_ON_FORK: libc::c_int = 0x4000_0000;
+
     pub fn current() -> Result<Policy, PolicyError> {
         // SAFETY: pid 0 is the calling thread; the call reads only.
         let policy = unsafe { libc::sched_getscheduler(0) };
         if policy < 0 {
             return Err(refused("read"));
         }
-        // SCHED_RESET_ON_FORK may be or'ed into the answer.
-        Ok(match policy & !0x4000_0000 {
+        Ok(match policy & !RESET_ON_FORK {
             libc::SCHED_OTHER => Policy::Normal,
             libc::SCHED_BATCH => Policy::Batch,
             libc::SCHED_IDLE => Policy::Idle,
