@@ -3,6 +3,7 @@
 require_relative "web_helper"
 require "capybara/rspec"
 require "selenium-webdriver"
+require_relative "chromium_driver"
 require_relative "../apps/api_retry" # the failing workers, for our client's side
 
 # The dashboard in a real browser: headless Chromium (Debian's chromium + chromium-driver) driven by
@@ -18,7 +19,7 @@ RSpec.describe "the dashboard in Chromium", type: :feature do
     %w[--headless=new --no-sandbox --disable-dev-shm-usage --disable-gpu --window-size=1280,900
       --force-device-scale-factor=1].each { |arg| options.add_argument(arg) }
     service = Selenium::WebDriver::Service.chrome(path: "/usr/bin/chromedriver") if File.exist?("/usr/bin/chromedriver")
-    Capybara::Selenium::Driver.new(app, browser: :chrome, options: options, service: service)
+    ChromiumDriver.new(app, browser: :chrome, options: options, service: service)
   end
 
   before(:all) do

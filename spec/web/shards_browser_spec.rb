@@ -3,6 +3,7 @@
 require_relative "web_helper"
 require "capybara/rspec"
 require "selenium-webdriver"
+require_relative "chromium_driver"
 require "queue/testing/redis_server"
 require_relative "../apps/shards"
 
@@ -14,7 +15,7 @@ RSpec.describe "the dashboard over two shards, in Chromium", type: :feature do
     options.binary = "/usr/bin/chromium" if File.exist?("/usr/bin/chromium")
     %w[--headless=new --no-sandbox --disable-dev-shm-usage --disable-gpu --window-size=1280,900].each { |arg| options.add_argument(arg) }
     service = Selenium::WebDriver::Service.chrome(path: "/usr/bin/chromedriver") if File.exist?("/usr/bin/chromedriver")
-    Capybara::Selenium::Driver.new(app, browser: :chrome, options: options, service: service)
+    ChromiumDriver.new(app, browser: :chrome, options: options, service: service)
   end
 
   before(:all) do

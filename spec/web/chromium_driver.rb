@@ -1,0 +1,15 @@
+# frozen_string_literal: true
+
+require "capybara"
+require "selenium-webdriver"
+
+# Capybara's Selenium driver for the browser specs, which also retries an element that a page load
+# detached when chromedriver reports it as an unknown error ("Node with given id does not belong to
+# the document") instead of a stale element: Capybara retries a stale element within its wait, and
+# the generic error failed a CI run once a POST's redirect replaced the page under a text matcher.
+# A real unknown error still fails the expectation, once the wait is over.
+class ChromiumDriver < Capybara::Selenium::Driver
+  def invalid_element_errors
+    @chromium_invalid_element_errors ||= [*super, ::Selenium::WebDriver::Error::UnknownError]
+  end
+end
