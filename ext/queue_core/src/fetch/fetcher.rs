@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
-use crate::clock::now_f64;
+use crate::clock::WallClock;
 use crate::dedup::{self, Release};
 use crate::error::{Error, Result};
 use crate::job_lines::JobLines;
@@ -67,6 +67,8 @@ pub struct Fetcher {
     pace: Pace,
     /// When the running job started, to time it.
     started: Option<Instant>,
+    /// The wall clock as the monotonic one gives it, for the minute a finished job counts under.
+    wall: WallClock,
     /// Unreplied writes (acks, key releases) since the last round trip that succeeded: sent again
     /// if the connection broke.
     unconfirmed: Vec<Vec<u8>>,
@@ -134,6 +136,7 @@ impl Fetcher {
             working,
             conn,
             started: None,
+            wall: WallClock::default(),
             unconfirmed: Vec::new(),
             unsent: Vec::new(),
             release: None,
@@ -176,10 +179,10 @@ impl Fetcher {
         }
         let mut s = lock(&self.slot);
         let index = s.buffer.front()?.index;
+        // One clock read serves the look-up's age and the job's start.
+        let now = Instant::now();
         if self.shared.paused.is_paused(index)
-            || self
-                .pace
-                .look_up_due(index, &self.shared.order, Instant::now())
+            || self.pace.look_up_due(index, &self.shared.order, now)
         {
             return None;
         }
@@ -187,7 +190,7 @@ impl Fetcher {
         // An owed mark's job is running now: it is no longer in the buffer to keep.
         s.owes_mark = false;
         let id = unit_id(&unit);
-        start(&mut s, &mut self.started, &self.lines, unit);
+        start(&mut s, &mut self.started, &self.lines, unit, now);
         Some(id)
     }
 
@@ -311,7 +314,13 @@ impl Fetcher {
     }
 
     fn begin(&mut self, unit: Unit) {
-        start(&mut lock(&self.slot), &mut self.started, &self.lines, unit);
+        start(
+            &mut lock(&self.slot),
+            &mut self.started,
+            &self.lines,
+            unit,
+            Instant::now(),
+        );
     }
 
     /// The running job finished. Its acknowledgement is written now, without waiting for a reply;
@@ -328,13 +337,16 @@ impl Fetcher {
             return;
         };
         if let Some(started) = self.started.take() {
-            let elapsed = started.elapsed();
+            // One clock read times the job and dates it for Sidekiq's Metrics page.
+            let now = Instant::now();
+            let elapsed = now.saturating_duration_since(started);
             self.pace.record(unit.index, elapsed);
             self.lines.done(&unit.raw, elapsed);
             let mut tally = lock(&self.tally);
+            let minute = tally.by_minute().then(|| self.wall.minute(now));
             match class {
-                Some(class) => tally.record_as(unit.index, class, elapsed, true),
-                None => tally.record(unit.index, &unit.raw, elapsed, true),
+                Some(class) => tally.record_as(unit.index, class, elapsed, true, minute),
+                None => tally.record_at(unit.index, &unit.raw, elapsed, true, minute),
             }
         }
         self.uncounted += 1;
@@ -926,10 +938,16 @@ impl Drop for Fetcher {
     }
 }
 
-fn start(slot: &mut Slot, started: &mut Option<Instant>, lines: &JobLines, unit: Unit) {
+fn start(
+    slot: &mut Slot,
+    started: &mut Option<Instant>,
+    lines: &JobLines,
+    unit: Unit,
+    now: Instant,
+) {
     lines.start(&unit.raw);
-    slot.current = Some((unit, now_f64() as i64));
-    *started = Some(Instant::now());
+    slot.current = Some((unit, now));
+    *started = Some(now);
 }
 
 fn prepend(buffer: &mut VecDeque<Unit>, units: Vec<Unit>) {

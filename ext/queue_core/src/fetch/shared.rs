@@ -61,7 +61,7 @@ pub(crate) struct Slot {
     /// Prefetched jobs, next first. Siblings steal from the back.
     pub(crate) buffer: VecDeque<Unit>,
     /// The running job and when it started (epoch seconds, for the dashboard).
-    pub(crate) current: Option<(Unit, i64)>,
+    pub(crate) current: Option<(Unit, Instant)>,
     /// The fetcher owes a batch's dirty mark that the job at the front of `buffer` will write
     /// (`Fetcher`'s `owed_mark`): that job is not stolen, so it stays this fetcher's to run.
     pub(crate) owes_mark: bool,
@@ -269,11 +269,11 @@ impl FetchShared {
             .iter()
             .filter_map(|slot| {
                 let s = lock(slot);
-                s.current.as_ref().map(|(u, run_at)| Busy {
+                s.current.as_ref().map(|(u, started)| Busy {
                     tid: s.tid.clone(),
                     queue: u.queue.to_string(),
                     raw: u.raw.clone(),
-                    run_at: *run_at,
+                    run_at: crate::clock::unix_secs_at(*started),
                 })
             })
             .collect()

@@ -96,11 +96,23 @@ impl Tally {
         self.record_at(index, raw, elapsed, ok, minute);
     }
 
-    /// [`Tally::record`] for a job whose class the caller already read as [`job_class`] reads it
+    /// Whether jobs are also counted for Sidekiq's Metrics page, by the minute they finished in (the
+    /// `minute` that [`Tally::record_as`] and [`Tally::record_at`] take).
+    pub fn by_minute(&self) -> bool {
+        self.sidekiq
+    }
+
+    /// [`Tally::record_at`] for a job whose class the caller already read as [`job_class`] reads it
     /// (the binding, which built the job's Hash), sparing the pass over its bytes.
-    pub fn record_as(&mut self, index: usize, class: &str, elapsed: Duration, ok: bool) {
-        let minute = self.sidekiq.then(sidekiq::now_minute);
-        self.observe(index, class, elapsed, ok, minute);
+    pub fn record_as(
+        &mut self,
+        index: usize,
+        class: &str,
+        elapsed: Duration,
+        ok: bool,
+        minute: Option<i64>,
+    ) {
+        self.observe(index, class, elapsed, ok, minute.filter(|_| self.sidekiq));
     }
 
     /// [`Tally::record`] with the minute (epoch minutes) given: `None` counts nothing for Sidekiq.

@@ -19,6 +19,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::os::raw::c_int;
+
+use magnus::rb_sys::{AsRawId, AsRawValue, FromRawValue};
+use magnus::value::IntoId;
 use magnus::value::{LazyId, ReprValue};
 use magnus::{Error, RArray, RHash, RString, Ruby, Value};
 use queue_core::dedup::Release;
@@ -300,13 +304,8 @@ impl Fetcher {
         args: RArray,
         processor: Value,
     ) -> Result<(), Error> {
-        let worker: Value = class.klass.funcall(*NEW, ())?;
-        if class.jid {
-            let _: Value = worker.funcall(*JID_SET, (top.jid,))?;
-        }
-        if class.context {
-            let _: Value = worker.funcall(*CONTEXT_SET, (processor,))?;
-        }
+        let bid = RString::from_value(top.bid);
+        let worker = make_worker(ruby, class, top.jid, bid.filter(|_| class.bid), processor)?;
         // Asked of the engine only for a job that may hold a key; a guard taken in the `if let`
         // below would live through its body.
         let holds = holds_key(top, false) && !self.lock().running_key_released();
@@ -328,21 +327,12 @@ impl Fetcher {
                 .dedup(release, until_executed, false)
                 .map_err(crate::errors::to_ruby)?;
         }
-        let Some(bid) = RString::from_value(top.bid) else {
-            return run_job(ruby, worker, job, args);
-        };
-        if !self.batch_valid(bid)? {
-            return Ok(());
+        if let Some(bid) = bid {
+            if !self.batch_valid(bid)? {
+                return Ok(());
+            }
         }
-        if class.bid {
-            let _: Value = worker.funcall(*BID_SET, (bid,))?;
-        }
-        let thread = ruby.thread_current();
-        let before: Value = thread.local_aref(*BATCH_RUNNING)?;
-        thread.local_aset(*BATCH_RUNNING, bid)?;
-        let result = run_job(ruby, worker, job, args);
-        thread.local_aset(*BATCH_RUNNING, before)?;
-        result
+        run_job(ruby, worker, job, args, bid)
     }
 
     /// Whether the batch is valid: from the last second's answer, or one round trip with the GVL
@@ -367,20 +357,94 @@ impl Fetcher {
     }
 }
 
-/// The job as the thread's log context (and no worker context), `perform(*args)`.
-fn run_job(ruby: &Ruby, worker: Value, job: Value, args: RArray) -> Result<(), Error> {
+/// `klass.new`, then `jid=`, `_context=` and `bid=` as the class takes them: one protected call for
+/// the lot (each `funcall` would be a `rb_protect` of its own).
+fn make_worker(
+    ruby: &Ruby,
+    class: &Class,
+    jid: Value,
+    bid: Option<RString>,
+    processor: Value,
+) -> Result<Value, Error> {
+    let (klass, jid, processor) = (class.klass.as_raw(), jid.as_raw(), processor.as_raw());
+    let [new, jid_set, context_set, bid_set] =
+        [&NEW, &JID_SET, &CONTEXT_SET, &BID_SET].map(|id| (*id).into_id_with(ruby).as_raw());
+    let bid = bid.map(|b| b.as_value().as_raw());
+    let (takes_jid, takes_context) = (class.jid, class.context);
+    let worker = magnus::rb_sys::protect(|| {
+        // SAFETY: plain method calls with the GVL held, under `rb_protect`; every argument is
+        // held by the caller's frame (the class by the processor's cache, the rest by the job's
+        // Hash), and `worker` by this frame for the conservative scan.
+        unsafe {
+            let worker = rb_sys::rb_funcallv(klass, new, 0, std::ptr::null());
+            if takes_jid {
+                rb_sys::rb_funcallv(worker, jid_set, 1, &jid);
+            }
+            if takes_context {
+                rb_sys::rb_funcallv(worker, context_set, 1, &processor);
+            }
+            if let Some(bid) = &bid {
+                rb_sys::rb_funcallv(worker, bid_set, 1, bid);
+            }
+            worker
+        }
+    })?;
+    // SAFETY: a VALUE Ruby just returned.
+    Ok(unsafe { Value::from_raw(worker) })
+}
+
+/// The job as the thread's log context (and no worker context), the running batch when it has one,
+/// `perform(*args)`; then the thread's locals as they were. Two protected calls: one to set the
+/// locals and run, one to put them back whatever `perform` did.
+fn run_job(
+    ruby: &Ruby,
+    worker: Value,
+    job: Value,
+    args: RArray,
+    bid: Option<RString>,
+) -> Result<(), Error> {
     let thread = ruby.thread_current();
     let log_before: Value = thread.local_aref(*LOG_CONTEXT)?;
     let context_before: Value = thread.local_aref(*WORKER_CONTEXT)?;
-    thread.local_aset(*LOG_CONTEXT, job)?;
-    if !context_before.is_nil() {
-        thread.local_aset(*WORKER_CONTEXT, ruby.qnil())?;
-    }
-    // SAFETY: Ruby copies the arguments into the method's frame before any Ruby code runs.
-    let result = worker.funcall_public::<_, _, Value>(*PERFORM, unsafe { args.as_slice() });
-    thread.local_aset(*LOG_CONTEXT, log_before)?;
-    if !context_before.is_nil() {
-        thread.local_aset(*WORKER_CONTEXT, context_before)?;
-    }
+    let batch_before: Option<Value> = match bid {
+        Some(_) => Some(thread.local_aref(*BATCH_RUNNING)?),
+        None => None,
+    };
+    let (thread, worker, job) = (thread.as_raw(), worker.as_raw(), job.as_raw());
+    let [log, context, batch, perform] = [&LOG_CONTEXT, &WORKER_CONTEXT, &BATCH_RUNNING, &PERFORM]
+        .map(|id| (*id).into_id_with(ruby).as_raw());
+    let context_set = !context_before.is_nil();
+    let nil = ruby.qnil().as_raw();
+    let result = magnus::rb_sys::protect(|| {
+        // SAFETY: GVL held, under `rb_protect`; the values are held by the caller's frame. The
+        // arguments are read after the locals are set (which may allocate) and Ruby copies them
+        // into the method's frame before any Ruby code runs.
+        unsafe {
+            rb_sys::rb_thread_local_aset(thread, log, job);
+            if context_set {
+                rb_sys::rb_thread_local_aset(thread, context, nil);
+            }
+            if let Some(bid) = bid {
+                rb_sys::rb_thread_local_aset(thread, batch, bid.as_raw());
+            }
+            let args = args.as_slice();
+            rb_sys::rb_funcallv_public(worker, perform, args.len() as c_int, args.as_ptr().cast())
+        }
+    });
+    let (log_before, context_before) = (log_before.as_raw(), context_before.as_raw());
+    let batch_before = batch_before.map(|b| b.as_raw());
+    magnus::rb_sys::protect(|| {
+        // SAFETY: as above; the values put back were read from these locals.
+        unsafe {
+            rb_sys::rb_thread_local_aset(thread, log, log_before);
+            if context_set {
+                rb_sys::rb_thread_local_aset(thread, context, context_before);
+            }
+            if let Some(before) = batch_before {
+                rb_sys::rb_thread_local_aset(thread, batch, before);
+            }
+        }
+        nil
+    })?;
     result.map(|_| ())
 }
