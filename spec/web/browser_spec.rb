@@ -13,14 +13,7 @@ require_relative "../apps/api_retry" # the failing workers, for our client's sid
 RSpec.describe "the dashboard in Chromium", type: :feature do
   SCREENSHOTS = File.expand_path("../../tmp/screenshots", __dir__)
 
-  Capybara.register_driver(:queue_chromium) do |app|
-    options = Selenium::WebDriver::Chrome::Options.new
-    options.binary = "/usr/bin/chromium" if File.exist?("/usr/bin/chromium")
-    %w[--headless=new --no-sandbox --disable-dev-shm-usage --disable-gpu --window-size=1280,900
-      --force-device-scale-factor=1].each { |arg| options.add_argument(arg) }
-    service = Selenium::WebDriver::Service.chrome(path: "/usr/bin/chromedriver") if File.exist?("/usr/bin/chromedriver")
-    ChromiumDriver.new(app, browser: :chrome, options: options, service: service)
-  end
+  Capybara.register_driver(:queue_chromium) { |app| ChromiumDriver.headless(app) }
 
   before(:all) do
     Capybara.server = :puma, {Silent: true}

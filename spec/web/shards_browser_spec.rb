@@ -10,13 +10,7 @@ require_relative "../apps/shards"
 # The dashboard over two shards in headless Chromium: the shard selector in the header switches the
 # pages between the shards, the session keeps the choice, and a button acts on the chosen shard.
 RSpec.describe "the dashboard over two shards, in Chromium", type: :feature do
-  Capybara.register_driver(:queue_chromium_shards) do |app|
-    options = Selenium::WebDriver::Chrome::Options.new
-    options.binary = "/usr/bin/chromium" if File.exist?("/usr/bin/chromium")
-    %w[--headless=new --no-sandbox --disable-dev-shm-usage --disable-gpu --window-size=1280,900].each { |arg| options.add_argument(arg) }
-    service = Selenium::WebDriver::Service.chrome(path: "/usr/bin/chromedriver") if File.exist?("/usr/bin/chromedriver")
-    ChromiumDriver.new(app, browser: :chrome, options: options, service: service)
-  end
+  Capybara.register_driver(:queue_chromium_shards) { |app| ChromiumDriver.headless(app) }
 
   before(:all) do
     @shard_b = JobQueue::Testing::RedisServer.new(prefix: "queue-test-shard-b", tcp: true).start
