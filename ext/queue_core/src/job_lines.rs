@@ -26,7 +26,9 @@ use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, Once, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+
+use crate::clock::WallClock;
 
 use serde_json::Value;
 
@@ -414,8 +416,11 @@ fn put_decimal(out: &mut Vec<u8>, n: u64) {
 }
 
 fn nanos_since_epoch(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(NO_ELAPSED - 1))
+    at.duration_since(UNIX_EPOCH).map_or(0, nanos)
+}
+
+fn nanos(since_epoch: Duration) -> u64 {
+    u64::try_from(since_epoch.as_nanos()).unwrap_or(NO_ELAPSED - 1)
 }
 
 /// What a job's lines say about it, read from its JSON.
@@ -497,6 +502,10 @@ pub struct JobLines {
     thread: u32,
     prefix: String,
     started: Cell<bool>,
+    /// When the recorded `start` was, in nanoseconds since the epoch: its end is dated from it.
+    started_at: Cell<u64>,
+    /// The wall clock through the fetcher's monotonic start instants (one read a second).
+    wall: RefCell<WallClock>,
     recorded: Cell<bool>,
 }
 
@@ -506,15 +515,19 @@ impl JobLines {
             thread: NEXT_THREAD.fetch_add(1, Ordering::Relaxed),
             prefix: format!(" pid={} tid={tid}", std::process::id()),
             started: Cell::new(false),
+            started_at: Cell::new(0),
+            wall: RefCell::new(WallClock::default()),
             recorded: Cell::new(false),
         }
     }
 
-    /// Records the job's `start`: its bytes are copied here; the writer reads them.
-    pub fn start(&self, raw: &[u8]) {
+    /// Records the job's `start` at `now` (the instant its fetcher times it from): its bytes are
+    /// copied here; the writer reads them.
+    pub fn start(&self, raw: &[u8], now: Instant) {
         let on = enabled();
         if on {
-            let at = nanos_since_epoch(SystemTime::now());
+            let at = nanos(self.wall.borrow_mut().since_epoch(now));
+            self.started_at.set(at);
             append(|records| put_start(records, self.thread, at, &self.prefix, raw));
             self.recorded.set(true);
         }
@@ -540,16 +553,21 @@ impl JobLines {
         self.end(raw, elapsed, Event::Deferred);
     }
 
-    /// Records `done`, `fail`, `expired` or `deferred`: a few bytes when the writer knows the job from its
-    /// `start`, else the job's bytes too.
+    /// Records `done`, `fail`, `expired` or `deferred` (`elapsed` after the start): a few bytes when
+    /// the writer knows the job from its `start`, and dated from it; else the job's bytes too,
+    /// dated now.
     fn end(&self, raw: &[u8], elapsed: Duration, event: Event) {
         let message = event as u8;
         let started = self.started.replace(false);
         if !enabled() {
             return;
         }
-        let at = nanos_since_epoch(SystemTime::now());
         let elapsed = u64::try_from(elapsed.as_nanos()).unwrap_or(NO_ELAPSED - 1);
+        let at = if started {
+            self.started_at.get().saturating_add(elapsed)
+        } else {
+            nanos_since_epoch(SystemTime::now())
+        };
         if started {
             append(|records| put_end(records, self.thread, at, elapsed, message));
         } else {
@@ -766,10 +784,10 @@ mod tests {
         configure(true, ours.as_raw_fd());
         let lines = JobLines::new("tq");
         let raw = br#"{"class":"HardWorker","jid":"abc"}"#;
-        lines.start(raw);
+        lines.start(raw, Instant::now());
         sink(b"from Ruby\n");
         lines.done(raw, Duration::from_millis(5));
-        lines.start(raw);
+        lines.start(raw, Instant::now());
         configure(false, ours.as_raw_fd());
         lines.fail(raw, Duration::from_millis(5)); // off: no line
         configure(true, ours.as_raw_fd());
@@ -781,6 +799,20 @@ mod tests {
         let mut text = String::new();
         theirs.read_to_string(&mut text).expect("read");
         let shapes: Vec<&str> = text.lines().map(|l| l.get(24..).unwrap_or(l)).collect();
+        // A recorded start's end is dated from it: 5 ms after, to the millisecond.
+        let millis = |line: &str| -> u64 {
+            let t = line.get(11..23).unwrap_or_default(); // hh:mm:ss.mmm
+            let n = |r: std::ops::Range<usize>| t.get(r).and_then(|x| x.parse::<u64>().ok());
+            let (h, m, sec, ms) = (n(0..2), n(3..5), n(6..8), n(9..12));
+            ((h.unwrap_or(0) * 60 + m.unwrap_or(0)) * 60 + sec.unwrap_or(0)) * 1000
+                + ms.unwrap_or(0)
+        };
+        let all: Vec<&str> = text.lines().collect();
+        let (start, done) = (millis(all[0]), millis(all[2]));
+        assert!(
+            done == start + 5 || (start > done && done + 86_400_000 == start + 5),
+            "{all:?}"
+        );
         let pid = std::process::id();
         assert_eq!(
             shapes,

@@ -154,7 +154,10 @@ fn heartbeat_publishes_the_process_and_its_busy_jobs_as_sidekiq_does() {
             .expect("clock after the epoch")
             .as_secs() as i64;
         let run_at = entry["run_at"].as_i64().expect("run_at is an Integer");
-        assert!((now - 10..=now).contains(&run_at), "run_at {run_at}, now {now}");
+        assert!(
+            (now - 10..=now).contains(&run_at),
+            "run_at {run_at}, now {now}"
+        );
         assert!((1..=60).contains(&ttl(&mut c, &busy_key)));
     }
 

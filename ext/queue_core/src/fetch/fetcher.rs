@@ -945,7 +945,7 @@ fn start(
     unit: Unit,
     now: Instant,
 ) {
-    lines.start(&unit.raw);
+    lines.start(&unit.raw, now);
     slot.current = Some((unit, now));
     *started = Some(now);
 }
