@@ -326,11 +326,11 @@ fn flush_fixture(t: &TestRedis, version: metrics::sidekiq::Version) {
         let mut tally = tally.lock().expect("tally");
         let hard = br#"{"class":"HardJob","args":[]}"#;
         let minute = Some(FEB14_0803);
-        tally.record_at(0, hard, Duration::from_micros(31_900), true, minute);
-        tally.record_at(1, hard, Duration::from_millis(280), true, minute);
-        tally.record_at(0, hard, Duration::from_secs(2), false, minute);
+        tally.record_at(0, hard, None, Duration::from_micros(31_900), true, minute);
+        tally.record_at(1, hard, None, Duration::from_millis(280), true, minute);
+        tally.record_at(0, hard, None, Duration::from_secs(2), false, minute);
         let wrapped = br#"{"class":"Sidekiq::ActiveJob::Wrapper","wrapped":"MyJob","args":[]}"#;
-        tally.record_at(0, wrapped, Duration::from_millis(5), true, minute);
+        tally.record_at(0, wrapped, None, Duration::from_millis(5), true, minute);
     }
     let mut bc = BlockingConn::new(&t.redis()).expect("blocking connection");
     let wrote = bc

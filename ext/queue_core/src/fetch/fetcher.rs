@@ -344,10 +344,7 @@ impl Fetcher {
             self.lines.done(&unit.raw, elapsed);
             let mut tally = lock(&self.tally);
             let minute = tally.by_minute().then(|| self.wall.minute(now));
-            match class {
-                Some(class) => tally.record_as(unit.index, class, elapsed, true, minute),
-                None => tally.record_at(unit.index, &unit.raw, elapsed, true, minute),
-            }
+            tally.record_at(unit.index, &unit.raw, class, elapsed, true, minute);
         }
         self.uncounted += 1;
         self.acknowledge(unit);

@@ -93,38 +93,30 @@ impl Tally {
     /// Sidekiq's page (when on) under the current UTC minute.
     pub fn record(&mut self, index: usize, raw: &[u8], elapsed: Duration, ok: bool) {
         let minute = self.sidekiq.then(sidekiq::now_minute);
-        self.record_at(index, raw, elapsed, ok, minute);
+        self.record_at(index, raw, None, elapsed, ok, minute);
     }
 
     /// Whether jobs are also counted for Sidekiq's Metrics page, by the minute they finished in (the
-    /// `minute` that [`Tally::record_as`] and [`Tally::record_at`] take).
+    /// `minute` that [`Tally::record_at`] takes).
     pub fn by_minute(&self) -> bool {
         self.sidekiq
     }
 
-    /// [`Tally::record_at`] for a job whose class the caller already read as [`job_class`] reads it
-    /// (the binding, which built the job's Hash), sparing the pass over its bytes.
-    pub fn record_as(
-        &mut self,
-        index: usize,
-        class: &str,
-        elapsed: Duration,
-        ok: bool,
-        minute: Option<i64>,
-    ) {
-        self.observe(index, class, elapsed, ok, minute.filter(|_| self.sidekiq));
-    }
-
-    /// [`Tally::record`] with the minute (epoch minutes) given: `None` counts nothing for Sidekiq.
+    /// [`Tally::record`] with the minute (epoch minutes) given: `None`, or a tally not counting for
+    /// Sidekiq, counts nothing there. `class` when the caller already read it as [`job_class`] reads
+    /// it (the binding, which built the job's Hash), sparing the pass over `raw`.
     pub fn record_at(
         &mut self,
         index: usize,
         raw: &[u8],
+        class: Option<&str>,
         elapsed: Duration,
         ok: bool,
         minute: Option<i64>,
     ) {
-        self.observe(index, &job_class(raw), elapsed, ok, minute);
+        let class = class.map_or_else(|| job_class(raw), Cow::Borrowed);
+        let minute = minute.filter(|_| self.sidekiq);
+        self.observe(index, &class, elapsed, ok, minute);
     }
 
     fn observe(
