@@ -292,9 +292,9 @@ fn leased(fetcher: &mut queue_core::fetch::Fetcher, limits: RArray) -> Option<bo
 
 impl Fetcher {
     /// What `Processor#process` (and `Batch::Runner`) do for a job that asks nothing more: the
-    /// worker, its `jid`; for a batch's job, nothing more if the batch was invalidated (the job
-    /// counts as done unrun), else the worker's `bid` and the thread's running batch; the job as the
-    /// log context; `perform(*args)`.
+    /// worker, its `jid` (and `bid`, for a batch's job); its key released; for a batch's job,
+    /// nothing more if the batch was invalidated (the job counts as done unrun, its worker made for
+    /// nothing), else the thread's running batch; the job as the log context; `perform(*args)`.
     fn perform(
         &self,
         ruby: &Ruby,
