@@ -60,7 +60,7 @@ pub(crate) struct Slot {
     pub(crate) tid: String,
     /// Prefetched jobs, next first. Siblings steal from the back.
     pub(crate) buffer: VecDeque<Unit>,
-    /// The running job and when it started (epoch seconds, for the dashboard).
+    /// The running job and when it started (shown as epoch seconds by the heartbeat's busy entry).
     pub(crate) current: Option<(Unit, Instant)>,
     /// The fetcher owes a batch's dirty mark that the job at the front of `buffer` will write
     /// (`Fetcher`'s `owed_mark`): that job is not stolen, so it stays this fetcher's to run.
