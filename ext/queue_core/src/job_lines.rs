@@ -26,9 +26,7 @@ use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, Once, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
-
-use crate::clock::WallClock;
+use std::cell::Cell;
 
 use serde_json::Value;
 
@@ -504,8 +502,6 @@ pub struct JobLines {
     started: Cell<bool>,
     /// When the recorded `start` was, in nanoseconds since the epoch: its end is dated from it.
     started_at: Cell<u64>,
-    /// The wall clock through the fetcher's monotonic start instants (one read a second).
-    wall: RefCell<WallClock>,
     recorded: Cell<bool>,
 }
 
@@ -516,17 +512,16 @@ impl JobLines {
             prefix: format!(" pid={} tid={tid}", std::process::id()),
             started: Cell::new(false),
             started_at: Cell::new(0),
-            wall: RefCell::new(WallClock::default()),
             recorded: Cell::new(false),
         }
     }
 
-    /// Records the job's `start` at `now` (the instant its fetcher times it from): its bytes are
-    /// copied here; the writer reads them.
-    pub fn start(&self, raw: &[u8], now: Instant) {
+    /// Records the job's `start`, at the time since the epoch `at` gives (asked only when lines are
+    /// on): its bytes are copied here; the writer reads them.
+    pub fn start(&self, raw: &[u8], at: impl FnOnce() -> Duration) {
         let on = enabled();
         if on {
-            let at = nanos(self.wall.borrow_mut().since_epoch(now));
+            let at = nanos(at());
             self.started_at.set(at);
             append(|records| put_start(records, self.thread, at, &self.prefix, raw));
             self.recorded.set(true);
@@ -784,10 +779,18 @@ mod tests {
         configure(true, ours.as_raw_fd());
         let lines = JobLines::new("tq");
         let raw = br#"{"class":"HardWorker","jid":"abc"}"#;
-        lines.start(raw, Instant::now());
+        lines.start(raw, || {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+        });
         sink(b"from Ruby\n");
         lines.done(raw, Duration::from_millis(5));
-        lines.start(raw, Instant::now());
+        lines.start(raw, || {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+        });
         configure(false, ours.as_raw_fd());
         lines.fail(raw, Duration::from_millis(5)); // off: no line
         configure(true, ours.as_raw_fd());

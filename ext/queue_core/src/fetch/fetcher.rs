@@ -67,7 +67,8 @@ pub struct Fetcher {
     pace: Pace,
     /// When the running job started, to time it.
     started: Option<Instant>,
-    /// The wall clock as the monotonic one gives it, for the minute a finished job counts under.
+    /// The wall clock as the monotonic one gives it: the minute a finished job counts under, and
+    /// the time job lines give its start.
     wall: WallClock,
     /// Unreplied writes (acks, key releases) since the last round trip that succeeded: sent again
     /// if the connection broke.
@@ -190,7 +191,14 @@ impl Fetcher {
         // An owed mark's job is running now: it is no longer in the buffer to keep.
         s.owes_mark = false;
         let id = unit_id(&unit);
-        start(&mut s, &mut self.started, &self.lines, unit, now);
+        start(
+            &mut s,
+            &mut self.started,
+            &self.lines,
+            &mut self.wall,
+            unit,
+            now,
+        );
         Some(id)
     }
 
@@ -314,12 +322,14 @@ impl Fetcher {
     }
 
     fn begin(&mut self, unit: Unit) {
+        let now = Instant::now();
         start(
             &mut lock(&self.slot),
             &mut self.started,
             &self.lines,
+            &mut self.wall,
             unit,
-            Instant::now(),
+            now,
         );
     }
 
@@ -935,14 +945,17 @@ impl Drop for Fetcher {
     }
 }
 
+/// `unit` starts running at `now`: in its thread's slot, timed, and in the job lines (dated
+/// through the fetcher's wall clock, when they are on).
 fn start(
     slot: &mut Slot,
     started: &mut Option<Instant>,
     lines: &JobLines,
+    wall: &mut WallClock,
     unit: Unit,
     now: Instant,
 ) {
-    lines.start(&unit.raw, now);
+    lines.start(&unit.raw, || wall.since_epoch(now));
     slot.current = Some((unit, now));
     *started = Some(now);
 }

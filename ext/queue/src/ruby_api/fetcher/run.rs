@@ -413,7 +413,7 @@ fn run_job(
     let (thread, worker, job) = (thread.as_raw(), worker.as_raw(), job.as_raw());
     let [log, context, batch, perform] = [&LOG_CONTEXT, &WORKER_CONTEXT, &BATCH_RUNNING, &PERFORM]
         .map(|id| (*id).into_id_with(ruby).as_raw());
-    let context_set = !context_before.is_nil();
+    let had_context = !context_before.is_nil();
     let nil = ruby.qnil().as_raw();
     let result = magnus::rb_sys::protect(|| {
         // SAFETY: GVL held, under `rb_protect`; the values are held by the caller's frame. The
@@ -421,7 +421,7 @@ fn run_job(
         // into the method's frame before any Ruby code runs.
         unsafe {
             rb_sys::rb_thread_local_aset(thread, log, job);
-            if context_set {
+            if had_context {
                 rb_sys::rb_thread_local_aset(thread, context, nil);
             }
             if let Some(bid) = bid {
@@ -437,7 +437,7 @@ fn run_job(
         // SAFETY: as above; the values put back were read from these locals.
         unsafe {
             rb_sys::rb_thread_local_aset(thread, log, log_before);
-            if context_set {
+            if had_context {
                 rb_sys::rb_thread_local_aset(thread, context, context_before);
             }
             if let Some(before) = batch_before {
