@@ -45,7 +45,7 @@ module JobQueue
       @namespace = ""
       @concurrency = 10
       @timeout = 25
-      @max_batch = 50
+      @max_batch = 100
       @batch_expiry = 30 * 24 * 3600
       @gitlab_fetcher_scan = 60
       @busy_poll_us = DEFAULT_BUSY_POLL_US

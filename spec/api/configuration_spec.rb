@@ -156,7 +156,7 @@ RSpec.describe JobQueue::Configuration do
     end
 
     it "takes max_batch from 1 to 1000 and refuses anything else" do
-      expect(config.max_batch).to eq(50)
+      expect(config.max_batch).to eq(100)
       config.max_batch = 1
       config.max_batch = 1000
       expect(config.max_batch).to eq(1000)

@@ -17,7 +17,7 @@
 //!
 //! The hot path is batched, sized to the work: one `fetch.lua` call takes about fifty milliseconds
 //! of work (from the measured durations of the queue's jobs, up to `max_batch`), so blank jobs cost
-//! Redis one round trip per `max_batch` (50 by default), 1 ms jobs one per ~25-50, 10 ms jobs one
+//! Redis one round trip per `max_batch` (100 by default), 1 ms jobs one per ~25-50, 10 ms jobs one
 //! per ~4, while a 60 ms job is fetched alone, as in Sidekiq. Each job's
 //! acknowledgement is written to the socket the moment the job finishes, without waiting for a reply,
 //! so a `kill -9` re-runs only the jobs that were running. A batch older than a few milliseconds looks

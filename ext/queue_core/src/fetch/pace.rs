@@ -3,7 +3,7 @@
 //!
 //! **Batch size.** A batch should hold about a budget of work, from the measured durations of the
 //! queue's jobs (a moving average per queue): [`PLAIN_BATCH_BUDGET`] for a processor thread's plain
-//! jobs, [`BATCH_BUDGET`] for an ordered queue's ids. Blank jobs come `max_batch` at a time (50 by
+//! jobs, [`BATCH_BUDGET`] for an ordered queue's ids. Blank jobs come `max_batch` at a time (100 by
 //! default), 10 ms jobs about 4 at a time, a 60 ms job alone, as Sidekiq fetches. A queue whose jobs
 //! have not been timed yet is fetched one job at a time until one has.
 //!
