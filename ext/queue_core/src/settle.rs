@@ -87,13 +87,7 @@ mod tests {
     use crate::retry::RetryIn;
 
     fn unit(raw: &[u8]) -> Unit {
-        Unit {
-            index: 0,
-            queue: "default".into(),
-            raw: raw.to_vec(),
-            working: "w".into(),
-            key_released: false,
-        }
+        Unit::new(0, "default".into(), raw.to_vec(), "w".into())
     }
 
     fn failure() -> Failure {

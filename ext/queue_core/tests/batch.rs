@@ -24,13 +24,7 @@ fn take(c: &mut redis::Connection, queue: &str) -> Unit {
         .arg("LEFT")
         .query(c)
         .expect("a job to take");
-    Unit {
-        index: 0,
-        queue: queue.into(),
-        raw,
-        working: WORKING.into(),
-        key_released: false,
-    }
+    Unit::new(0, queue.into(), raw, WORKING.into())
 }
 
 /// Acknowledges `unit` with the batch's ack, twice.

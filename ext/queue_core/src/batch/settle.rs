@@ -180,13 +180,12 @@ mod tests {
     #[test]
     fn the_ack_packet_is_the_crates_pipeline() {
         let keys = Keys::new("app");
-        let unit = Unit {
-            index: 0,
-            queue: "default".into(),
-            raw: br#"{"class":"W","args":[],"jid":"j1","bid":"b1"}"#.to_vec(),
-            working: "jq:working:h:1:x:t1:default".into(),
-            key_released: false,
-        };
+        let unit = Unit::new(
+            0,
+            "default".into(),
+            br#"{"class":"W","args":[],"jid":"j1","bid":"b1"}"#.to_vec(),
+            "jq:working:h:1:x:t1:default".into(),
+        );
         let plain = Member::of(&unit.raw).expect("member");
         let retried = Member {
             failed_before: true,

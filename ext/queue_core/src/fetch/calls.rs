@@ -85,13 +85,7 @@ pub fn fetched_units(
     let list: Arc<str> = working[index].as_str().into();
     Ok(items
         .filter_map(|v| match v {
-            Value::BulkString(raw) => Some(Unit {
-                index,
-                queue: queue.clone(),
-                raw,
-                working: list.clone(),
-                key_released: false,
-            }),
+            Value::BulkString(raw) => Some(Unit::new(index, queue.clone(), raw, list.clone())),
             _ => None,
         })
         .collect())
@@ -165,13 +159,7 @@ pub fn claim_lost_batch(
         ran: true,
         batch: raws
             .into_iter()
-            .map(|raw| Unit {
-                index,
-                queue: queue.clone(),
-                raw,
-                working: list.clone(),
-                key_released: false,
-            })
+            .map(|raw| Unit::new(index, queue.clone(), raw, list.clone()))
             .collect(),
     })
 }
@@ -246,13 +234,12 @@ mod tests {
 
     #[test]
     fn an_ack_is_an_lrem_from_the_tail() {
-        let unit = Unit {
-            index: 0,
-            queue: "default".into(),
-            raw: b"{\"jid\":\"a\"}".to_vec(),
-            working: "jq:working:h:1:x:t1:default".into(),
-            key_released: false,
-        };
+        let unit = Unit::new(
+            0,
+            "default".into(),
+            b"{\"jid\":\"a\"}".to_vec(),
+            "jq:working:h:1:x:t1:default".into(),
+        );
         let text = String::from_utf8(ack_command(&unit)).expect("utf-8");
         assert_eq!(
             text,
@@ -263,13 +250,7 @@ mod tests {
     #[test]
     fn requeues_are_grouped_by_working_list_and_queue() {
         let keys = Keys::new("");
-        let unit = |w: &str, q: &str, raw: &[u8]| Unit {
-            index: 0,
-            queue: q.into(),
-            raw: raw.to_vec(),
-            working: w.into(),
-            key_released: false,
-        };
+        let unit = |w: &str, q: &str, raw: &[u8]| Unit::new(0, q.into(), raw.to_vec(), w.into());
         let units = [
             unit("w1", "a", b"1"),
             unit("w2", "a", b"2"),

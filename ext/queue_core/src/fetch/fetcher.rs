@@ -377,15 +377,12 @@ impl Fetcher {
 
     /// Writes the acknowledgement of a finished `unit`: a bare `LREM`, or the release script when
     /// the job's idempotency key is released with its end.
-    fn acknowledge(&mut self, unit: Unit) {
+    fn acknowledge(&mut self, mut unit: Unit) {
         // A job of a batch (batch/): its ack records it for the batch checker first, and wakes
         // this process's checker. Like a bare ack it only confirms this thread's work, so it may
         // wait for the thread's next call (within a batch's ~50 ms of work, or the kernel's ~200 ms
         // hold).
-        let member = self
-            .owed_member(&unit)
-            .or_else(|| crate::batch::Member::of(&unit.raw));
-        let in_batch = match member {
+        let in_batch = match unit.batch.take() {
             Some(member) => {
                 let mark = self.settle_mark(&member);
                 let packet = member.ack_packet(self.shared.redis.keys(), &unit, mark);
@@ -685,8 +682,10 @@ impl Fetcher {
     ) -> Result<()> {
         let keys = self.shared.redis.keys();
         // A job of a batch (batch/) is counted by a prelude in the same script.
-        let batch =
-            crate::batch::Member::of(&unit.raw).filter(|m| m.counts_failure(&settlement.fate));
+        let batch = unit
+            .batch
+            .as_deref()
+            .filter(|m| m.counts_failure(&settlement.fate));
         let mut inv = match batch {
             Some(_) => settlement.invocation_of(&crate::scripts::BATCH_FAIL, keys, &unit),
             None => settlement.invocation(keys, &unit),

@@ -84,13 +84,7 @@ pub async fn run(shared: Arc<FetchShared>, index: usize, working: String) {
         match result {
             Ok(Some(raw)) => {
                 tracing::debug!(queue = %queue, "idle wait took a job for an idle thread");
-                let unit = Unit {
-                    index,
-                    queue: queue.as_str().into(),
-                    raw,
-                    working: working.as_str().into(),
-                    key_released: false,
-                };
+                let unit = Unit::new(index, queue.as_str().into(), raw, working.as_str().into());
                 // The process went quiet, or the queue was paused, while the BLMOVE waited: put the
                 // job back at the head of its queue, rather than hold it unrun.
                 let back = if shared.paused.is_paused(index) {

@@ -40,6 +40,8 @@ pub use shared::{Busy, FetchShared};
 
 use std::sync::Arc;
 
+use crate::batch::Member;
+
 /// One job a fetcher holds: where it came from, its bytes, and the working list that keeps it safe
 /// until it is acknowledged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,4 +56,22 @@ pub struct Unit {
     /// Its idempotency key went out with its batch's early releases (`until_executing`), so nothing
     /// is left to release when it starts.
     pub key_released: bool,
+    /// Its batch membership (`batch/`), read once as it is taken: a fetch's reply is parsed with the
+    /// GVL released, where its acknowledgement would read it with the GVL held. `None`: in no batch.
+    pub batch: Option<Box<Member>>,
+}
+
+impl Unit {
+    /// A job just taken from queue `index` (`queue`) into the working list `working`.
+    pub fn new(index: usize, queue: Arc<str>, raw: Vec<u8>, working: Arc<str>) -> Unit {
+        let batch = Member::of(&raw).map(Box::new);
+        Unit {
+            index,
+            queue,
+            raw,
+            working,
+            key_released: false,
+            batch,
+        }
+    }
 }

@@ -323,13 +323,7 @@ mod tests {
     }
 
     fn unit(n: u8) -> Unit {
-        Unit {
-            index: 0,
-            queue: "default".into(),
-            raw: vec![n],
-            working: "w".into(),
-            key_released: false,
-        }
+        Unit::new(0, "default".into(), vec![n], "w".into())
     }
 
     fn slot_with(shared: &FetchShared, tid: &str, jobs: &[u8]) -> Arc<Mutex<Slot>> {

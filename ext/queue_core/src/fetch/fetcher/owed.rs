@@ -20,13 +20,11 @@ use crate::link::blocking::Due;
 
 use super::Fetcher;
 
-/// A mark owed for `bid`, to be written by the ack of the job `front` ([`unit_id`]), whose batch
-/// membership was read to decide it (kept for that job's own ack, which need not read it again).
+/// A mark owed for `bid`, to be written by the ack of the job `front` ([`unit_id`]).
 #[derive(Debug)]
 pub(super) struct OwedMark {
     bid: String,
     front: usize,
-    member: Option<Member>,
 }
 
 /// A job's identity while the fetcher holds it: where its bytes live (they never move).
@@ -50,20 +48,23 @@ impl Fetcher {
         }
         let front = {
             let mut s = lock(&self.slot);
-            let front = s.buffer.front().and_then(|u| {
-                Member::of(&u.raw)
-                    .filter(|m| m.marks_dirty() && m.bid == member.bid)
-                    .map(|m| (unit_id(u), m))
-            });
+            let front = s
+                .buffer
+                .front()
+                .filter(|u| {
+                    u.batch
+                        .as_deref()
+                        .is_some_and(|m| m.marks_dirty() && m.bid == member.bid)
+                })
+                .map(unit_id);
             s.owes_mark = front.is_some();
             front
         };
         match front {
-            Some((front, next)) => {
+            Some(front) => {
                 self.owed_mark = Some(OwedMark {
                     bid: member.bid.clone(),
                     front,
-                    member: Some(next),
                 });
                 false
             }
@@ -73,15 +74,6 @@ impl Fetcher {
                 true
             }
         }
-    }
-
-    /// The batch membership of `unit` when it is the job the owed mark waits for (read when the mark
-    /// was owed); `None` otherwise.
-    pub(super) fn owed_member(&mut self, unit: &Unit) -> Option<Member> {
-        self.owed_mark
-            .as_mut()
-            .filter(|o| o.front == unit_id(unit))
-            .and_then(|o| o.member.take())
     }
 
     /// Whether the job just started is the one the owed mark waits for (then the mark stays owed
