@@ -75,3 +75,23 @@ impl Unit {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_taken_job_carries_its_batch_membership() {
+        let unit = |raw: &[u8]| Unit::new(0, "default".into(), raw.to_vec(), "w".into());
+        let member = unit(br#"{"class":"W","args":[],"jid":"j1","bid":"b1","retry_count":0}"#)
+            .batch
+            .expect("a member");
+        assert_eq!((member.bid.as_str(), member.jid.as_str()), ("b1", "j1"));
+        assert!(member.failed_before);
+        assert_eq!(
+            unit(br#"{"class":"W","args":[{"bid":"x"}],"jid":"j"}"#).batch,
+            None
+        );
+        assert!(!unit(br#"{"class":"W","args":[],"jid":"j"}"#).key_released);
+    }
+}
