@@ -779,18 +779,15 @@ mod tests {
         configure(true, ours.as_raw_fd());
         let lines = JobLines::new("tq");
         let raw = br#"{"class":"HardWorker","jid":"abc"}"#;
-        lines.start(raw, || {
+        let now = || {
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default()
-        });
+        };
+        lines.start(raw, now);
         sink(b"from Ruby\n");
         lines.done(raw, Duration::from_millis(5));
-        lines.start(raw, || {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default()
-        });
+        lines.start(raw, now);
         configure(false, ours.as_raw_fd());
         lines.fail(raw, Duration::from_millis(5)); // off: no line
         configure(true, ours.as_raw_fd());
