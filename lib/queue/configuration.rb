@@ -22,6 +22,7 @@ module JobQueue
     DEFAULT_REDIS_URL = RedisOptions::DEFAULT_URL
     DEFAULT_JOB_OPTIONS = {"retry" => true, "queue" => "default"}.freeze
     MAX_BATCH_RANGE = (1..1000).freeze
+    DEFAULT_MAX_BATCH = 100
     MAX_WEIGHT = 1_000_000
     BUSY_POLL_RANGE = (0..1000).freeze
     DEFAULT_BUSY_POLL_US = 100
@@ -45,7 +46,7 @@ module JobQueue
       @namespace = ""
       @concurrency = 10
       @timeout = 25
-      @max_batch = 100
+      @max_batch = DEFAULT_MAX_BATCH
       @batch_expiry = 30 * 24 * 3600
       @gitlab_fetcher_scan = 60
       @busy_poll_us = DEFAULT_BUSY_POLL_US

@@ -41,7 +41,7 @@ RSpec.describe JobQueue::CLI do
       expect(out).to match(/--concurrency INT .*\(default 10\)/)
       expect(out).to match(/--timeout NUM .*\(default 25\)/)
       expect(out).to match(/--queue QUEUE\[,WEIGHT\] .*\(default "default"\)/)
-      expect(out).to match(/--max-batch INT .*1\.\.1000 \(default 50\)/)
+      expect(out).to match(/--max-batch INT .*1\.\.1000 \(default 100\)/)
       expect(out).to match(/--require .*\(default \.\)/)
       expect(out).to include("strict order", "a,1 b,1 share evenly")
     end
