@@ -31,13 +31,13 @@ impl Member {
     pub fn ack_packet(&self, keys: &Keys, unit: &Unit, mark: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(unit.raw.len() + unit.working.len() + 160);
         let mut markers: Vec<Vec<u8>> = Vec::new();
-        if !self.bid.is_empty() {
+        if !self.bid().is_empty() {
             if self.failed_before {
                 markers.push(self.marker().into_bytes());
             } else {
                 // The keys are written in parts, not made first: this runs for every job.
                 let ns = keys.namespace().as_bytes();
-                let (bid, jid) = (self.bid.as_bytes(), self.jid.as_bytes());
+                let (bid, jid) = (self.bid().as_bytes(), self.jid().as_bytes());
                 command_of_parts(
                     &mut out,
                     &[&[b"SADD"], &[ns, b"jq:batch:", bid, b":ok"], &[jid]],
@@ -47,8 +47,8 @@ impl Member {
                 }
             }
         }
-        if !self.callback.is_empty() {
-            markers.push(format!("d {}", self.callback).into_bytes());
+        if !self.callback().is_empty() {
+            markers.push(format!("d {}", self.callback()).into_bytes());
         }
         if !markers.is_empty() {
             let news = keys.batch_news();
@@ -66,26 +66,26 @@ impl Member {
     /// How many commands [`Member::ack_packet`] writes (for a reader of their replies).
     pub fn ack_commands(&self, mark: bool) -> usize {
         let recorded = self.marks_dirty();
-        let marked = self.failed_before && !self.bid.is_empty() || !self.callback.is_empty();
+        let marked = self.failed_before && !self.bid().is_empty() || !self.callback().is_empty();
         1 + usize::from(recorded) * (1 + usize::from(mark)) + usize::from(marked)
     }
 
     /// Whether its ack adds its jid to `<bid>:ok` and marks the bid dirty: a job of a batch that
     /// never failed. Only such an ack may leave its mark owed ([`Member::ack_packet`]).
     pub fn marks_dirty(&self) -> bool {
-        !self.bid.is_empty() && !self.failed_before
+        !self.bid().is_empty() && !self.failed_before
     }
 
     /// `q<n>:<bid><jid>`, the marker of a job that failed before: the checker records it and takes
     /// it off the failures. `n` is the bid's length in bytes, so neither id needs escaping.
     fn marker(&self) -> String {
-        format!("q{}:{}{}", self.bid.len(), self.bid, self.jid)
+        format!("q{}:{}{}", self.bid().len(), self.bid(), self.jid())
     }
 
     /// Whether a failure with this fate changes the batch: any failure of a job in a batch, and a
     /// callback job discarded (its callbacks count as run).
     pub fn counts_failure(&self, fate: &Fate) -> bool {
-        !self.bid.is_empty() || matches!(fate, Fate::Discarded)
+        !self.bid().is_empty() || matches!(fate, Fate::Discarded)
     }
 
     /// Adds the batch's argument (the last ARGV) to a `BATCH_FAIL` invocation.
@@ -103,9 +103,9 @@ impl Member {
         };
         let spec = serde_json::json!({
             "ns": keys.namespace(),
-            "bid": self.bid,
-            "jid": self.jid,
-            "cb": self.callback,
+            "bid": self.bid(),
+            "jid": self.jid(),
+            "cb": self.callback(),
             "fate": fate,
             "class": failure.map_or("InvalidJob", |f| f.error_class.as_str()),
             "message": failure.map_or("", |f| f.error_message.as_str()),
@@ -153,21 +153,21 @@ mod tests {
         let mut push = redis::cmd("LPUSH");
         push.arg(keys.batch_news());
         let mut marked = false;
-        if !member.bid.is_empty() {
+        if !member.bid().is_empty() {
             if member.failed_before {
                 push.arg(member.marker());
                 marked = true;
             } else {
                 pipe.cmd("SADD")
-                    .arg(keys.batch_ok(&member.bid))
-                    .arg(&member.jid);
+                    .arg(keys.batch_ok(member.bid()))
+                    .arg(member.jid());
                 if mark {
-                    pipe.cmd("SADD").arg(keys.batch_dirty()).arg(&member.bid);
+                    pipe.cmd("SADD").arg(keys.batch_dirty()).arg(member.bid());
                 }
             }
         }
-        if !member.callback.is_empty() {
-            push.arg(format!("d {}", member.callback));
+        if !member.callback().is_empty() {
+            push.arg(format!("d {}", member.callback()));
             marked = true;
         }
         if marked {
@@ -187,14 +187,8 @@ mod tests {
             "jq:working:h:1:x:t1:default".into(),
         );
         let plain = Member::of(&unit.raw).expect("member");
-        let retried = Member {
-            failed_before: true,
-            ..plain.clone()
-        };
-        let callback = Member {
-            callback: "success:b1".into(),
-            ..Member::default()
-        };
+        let retried = Member::new("b1", "j1", "", true);
+        let callback = Member::new("", "", "success:b1", false);
         for member in [&plain, &retried, &callback] {
             for mark in [true, false] {
                 assert_eq!(
@@ -214,10 +208,7 @@ mod tests {
         let mut pipe = redis::pipe();
         pipe.cmd("SADD").arg(keys.batch_dirty()).arg("b1");
         assert_eq!(mark_packet(&keys, "b1"), pipe.get_packed_pipeline());
-        let both = Member {
-            callback: "success:b0".into(),
-            ..plain.clone()
-        };
+        let both = Member::new("b1", "j1", "success:b0", false);
         assert_eq!(
             both.ack_packet(&keys, &unit, true),
             crates_packet(&both, &keys, &unit, true)

@@ -684,7 +684,7 @@ impl Fetcher {
         // A job of a batch (batch/) is counted by a prelude in the same script.
         let batch = unit
             .batch
-            .as_deref()
+            .as_ref()
             .filter(|m| m.counts_failure(&settlement.fate));
         let mut inv = match batch {
             Some(_) => settlement.invocation_of(&crate::scripts::BATCH_FAIL, keys, &unit),

@@ -58,13 +58,13 @@ pub struct Unit {
     pub key_released: bool,
     /// Its batch membership (`batch/`), read once as it is taken: a fetch's reply is parsed with the
     /// GVL released, where its acknowledgement would read it with the GVL held. `None`: in no batch.
-    pub batch: Option<Box<Member>>,
+    pub batch: Option<Member>,
 }
 
 impl Unit {
     /// A job just taken from queue `index` (`queue`) into the working list `working`.
     pub fn new(index: usize, queue: Arc<str>, raw: Vec<u8>, working: Arc<str>) -> Unit {
-        let batch = Member::of(&raw).map(Box::new);
+        let batch = Member::of(&raw);
         Unit {
             index,
             queue,
@@ -86,7 +86,7 @@ mod tests {
         let member = unit(br#"{"class":"W","args":[],"jid":"j1","bid":"b1","retry_count":0}"#)
             .batch
             .expect("a member");
-        assert_eq!((member.bid.as_str(), member.jid.as_str()), ("b1", "j1"));
+        assert_eq!((member.bid(), member.jid()), ("b1", "j1"));
         assert!(member.failed_before);
         assert_eq!(
             unit(br#"{"class":"W","args":[{"bid":"x"}],"jid":"j"}"#).batch,

@@ -40,7 +40,11 @@ impl Fetcher {
     ///
     /// [`Slot::owes_mark`]: crate::fetch::shared::Slot
     pub(super) fn settle_mark(&mut self, member: &Member) -> bool {
-        if self.owed_mark.as_ref().is_some_and(|o| o.bid != member.bid) {
+        if self
+            .owed_mark
+            .as_ref()
+            .is_some_and(|o| o.bid != member.bid())
+        {
             self.pay_mark();
         }
         if !member.marks_dirty() {
@@ -53,8 +57,8 @@ impl Fetcher {
                 .front()
                 .filter(|u| {
                     u.batch
-                        .as_deref()
-                        .is_some_and(|m| m.marks_dirty() && m.bid == member.bid)
+                        .as_ref()
+                        .is_some_and(|m| m.marks_dirty() && m.bid() == member.bid())
                 })
                 .map(unit_id);
             s.owes_mark = front.is_some();
@@ -62,10 +66,17 @@ impl Fetcher {
         };
         match front {
             Some(front) => {
-                self.owed_mark = Some(OwedMark {
-                    bid: member.bid.clone(),
-                    front,
-                });
+                // A mark owed for another batch was paid above: one still owed is this batch's,
+                // and moves on to the new front without copying the bid again.
+                match &mut self.owed_mark {
+                    Some(owed) => owed.front = front,
+                    None => {
+                        self.owed_mark = Some(OwedMark {
+                            bid: member.bid().to_owned(),
+                            front,
+                        })
+                    }
+                }
                 false
             }
             None => {
