@@ -57,11 +57,15 @@ impl<'a> Iterator for TopLevel<'a> {
                         return None;
                     };
                     self.i = end + 1;
-                    // A value that is a string comes next, with expect_key false: skipped whole.
                     if std::mem::take(&mut self.expect_key) {
+                        let value = string_value(raw, end + 1);
+                        // A value that is a string was read to its end: go on after it.
+                        if let Some((_, _, value_end)) = value {
+                            self.i = value_end + 1;
+                        }
                         return Some(Field {
                             key: &raw[at + 1..end],
-                            string: string_value(raw, end + 1),
+                            string: value.map(|(text, escaped, _)| (text, escaped)),
                         });
                     }
                 }
@@ -76,23 +80,30 @@ impl<'a> Iterator for TopLevel<'a> {
 /// or backslash to the next (`memchr2`): a job's bytes are mostly strings, and this runs for every
 /// job (the metrics' class, batch membership, job lines).
 pub(crate) fn string_end(raw: &[u8], from: usize) -> Option<usize> {
+    string_end_escaped(raw, from).map(|(end, _)| end)
+}
+
+/// [`string_end`], and whether the string holds an escape.
+fn string_end_escaped(raw: &[u8], from: usize) -> Option<(usize, bool)> {
     let mut i = from;
+    let mut escaped = false;
     while let Some(found) = raw
         .get(i..)
         .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
     {
         let at = i + found;
         if raw[at] == b'"' {
-            return Some(at);
+            return Some((at, escaped));
         }
+        escaped = true;
         i = at + 2;
     }
     None
 }
 
-/// The string value after a key's closing quote (`:"…"` from `from`), and whether it has escapes;
-/// `None` when the value is not a string.
-fn string_value(raw: &[u8], from: usize) -> Option<(&[u8], bool)> {
+/// The string value after a key's closing quote (`:"…"` from `from`), whether it has escapes, and
+/// where it ends (its closing quote); `None` when the value is not a string.
+fn string_value(raw: &[u8], from: usize) -> Option<(&[u8], bool, usize)> {
     let rest = raw.get(from..)?;
     let colon = rest.iter().position(|b| !b.is_ascii_whitespace())?;
     if rest[colon] != b':' {
@@ -107,9 +118,8 @@ fn string_value(raw: &[u8], from: usize) -> Option<(&[u8], bool)> {
         return None;
     }
     let start = from + quote + 1;
-    let end = string_end(raw, start)?;
-    let value = &raw[start..end];
-    Some((value, value.contains(&b'\\')))
+    let (end, escaped) = string_end_escaped(raw, start)?;
+    Some((&raw[start..end], escaped, end))
 }
 
 #[cfg(test)]
@@ -146,6 +156,10 @@ mod tests {
                 String::from_utf8_lossy(text)
             );
         }
+        // A string value is skipped whole, whatever it holds.
+        let tricky = br#"{"s":"}],{\"class\":\"No\",","class":"Yes"}"#;
+        let keys: Vec<&[u8]> = TopLevel::new(tricky).map(|f| f.key).collect();
+        assert_eq!(keys, vec![&b"s"[..], &b"class"[..]]);
         let mut broken = TopLevel::new(br#"{"class":"unterminated"#);
         assert!(broken
             .next()

@@ -32,7 +32,7 @@ use crate::scripts;
 /// Entries one script call takes at most from each list and from the dirty set.
 pub const PER_CALL: i64 = 1000;
 /// The pause between steps while acks keep being written.
-pub const PAUSE: Duration = Duration::from_millis(2);
+pub const PAUSE: Duration = Duration::from_millis(8);
 /// The longest pause between steps while the checker is awake.
 const MOST_PAUSE: Duration = Duration::from_millis(32);
 /// How long the checker stays awake after the last ack this process wrote: longer than an ack can
