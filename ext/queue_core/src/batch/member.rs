@@ -22,7 +22,8 @@ pub struct Member {
 impl Member {
     /// `None` for a job in no batch (the common case costs one substring search).
     pub fn of(raw: &[u8]) -> Option<Member> {
-        // Built once: `memmem::find` builds its searcher on every call, and this runs for every job taken.
+        // Built once: `memmem::find` builds its searcher on every call, and this runs for every
+        // job taken.
         static BID: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"bid\""));
         static CALLBACK: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"jq_cb\""));
         if BID.find(raw).is_none() && CALLBACK.find(raw).is_none() {
