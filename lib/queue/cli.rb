@@ -216,7 +216,7 @@ module JobQueue
       o.on("-e", "--environment ENV", "application environment (default APP_ENV, RAILS_ENV, RACK_ENV or development)") { |v| opts[:environment] = v }
       o.on("--shard NAME[,NAME]", "Redis shard(s) to serve, from config.redis_shards (default QUEUE_SHARD_NAME, else main)") { |v| opts[:shard] = v }
       o.on("-g", "--tag TAG", "process tag shown in the dashboard (default: the Rails app's directory name)") { |v| opts[:tag] = v }
-      o.on("--max-batch INT", Integer, "most jobs one fetch takes for one thread, 1..1000 (default #{Configuration::DEFAULT_MAX_BATCH})") do |v|
+      o.on("--max-batch INT", Integer, "most jobs one fetch takes for one thread, #{Configuration::MAX_BATCH_RANGE} (default #{Configuration::DEFAULT_MAX_BATCH})") do |v|
         raise OptionParser::InvalidArgument, "#{v} (must be #{Configuration::MAX_BATCH_RANGE})" unless Configuration::MAX_BATCH_RANGE.cover?(v)
 
         opts[:max_batch] = v

@@ -68,15 +68,12 @@ impl Fetcher {
             Some(front) => {
                 // A mark owed for another batch was paid above: one still owed is this batch's,
                 // and moves on to the new front without copying the bid again.
-                match &mut self.owed_mark {
-                    Some(owed) => owed.front = front,
-                    None => {
-                        self.owed_mark = Some(OwedMark {
-                            bid: member.bid().to_owned(),
-                            front,
-                        })
-                    }
-                }
+                self.owed_mark
+                    .get_or_insert_with(|| OwedMark {
+                        bid: member.bid().to_owned(),
+                        front,
+                    })
+                    .front = front;
                 false
             }
             None => {
