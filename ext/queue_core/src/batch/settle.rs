@@ -27,23 +27,26 @@ impl Member {
     /// Without `mark`, the `SADD jq:batch-dirty` is left out: the fetcher owes it, and writes it
     /// after the acks of the same batch that follow on its connection (`Fetcher`'s `owed_mark`).
     ///
-    /// Written straight into one buffer (`resp.rs`): it is built once per job.
-    pub fn ack_packet(&self, keys: &Keys, unit: &Unit, mark: bool) -> Vec<u8> {
+    /// Written straight into one buffer (`resp.rs`): it is built once per job. The record's command
+    /// up to the jid is the same for every job of a batch, and comes from `prefix`, which keeps it
+    /// for the last batch it was asked for.
+    pub fn ack_packet(
+        &self,
+        keys: &Keys,
+        unit: &Unit,
+        mark: bool,
+        prefix: &mut OkPrefix,
+    ) -> Vec<u8> {
         let mut out = Vec::with_capacity(unit.raw.len() + unit.working.len() + 160);
         let mut markers: Vec<Vec<u8>> = Vec::new();
         if !self.bid().is_empty() {
             if self.failed_before {
                 markers.push(self.marker().into_bytes());
             } else {
-                // The keys are written in parts, not made first: this runs for every job.
-                let ns = keys.namespace().as_bytes();
-                let (bid, jid) = (self.bid().as_bytes(), self.jid().as_bytes());
-                command_of_parts(
-                    &mut out,
-                    &[&[b"SADD"], &[ns, b"jq:batch:", bid, b":ok"], &[jid]],
-                );
+                out.extend_from_slice(prefix.of(keys, self.bid()));
+                arg_of_parts(&mut out, &[self.jid().as_bytes()]);
                 if mark {
-                    mark_of_parts(&mut out, ns, bid);
+                    mark_of_parts(&mut out, keys.namespace().as_bytes(), self.bid().as_bytes());
                 }
             }
         }
@@ -115,6 +118,31 @@ impl Member {
     }
 }
 
+/// `SADD <bid>:ok` of a batch's success record up to its last argument, the jid: the same bytes for
+/// every job of the batch, kept by a fetcher for the batch its jobs come from, so that an ack
+/// appends them and the jid instead of writing the key in parts.
+#[derive(Debug, Default)]
+pub struct OkPrefix {
+    bid: String,
+    bytes: Vec<u8>,
+}
+
+impl OkPrefix {
+    /// The prefix for `bid`'s record, made again when the batch changed.
+    pub fn of(&mut self, keys: &Keys, bid: &str) -> &[u8] {
+        if self.bytes.is_empty() || self.bid != bid {
+            self.bid.clear();
+            self.bid.push_str(bid);
+            self.bytes.clear();
+            let ns = keys.namespace().as_bytes();
+            head(&mut self.bytes, 3);
+            arg_of_parts(&mut self.bytes, &[b"SADD"]);
+            arg_of_parts(&mut self.bytes, &[ns, b"jq:batch:", bid.as_bytes(), b":ok"]);
+        }
+        &self.bytes
+    }
+}
+
 /// `SADD jq:batch-dirty <bid>`: the mark an ack owed, written on its own.
 pub fn mark_packet(keys: &Keys, bid: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(bid.len() + 64);
@@ -128,19 +156,29 @@ fn mark_of_parts(out: &mut Vec<u8>, ns: &[u8], bid: &[u8]) {
 
 /// Appends a command as `resp::command` writes it, each argument the concatenation of its parts.
 fn command_of_parts(out: &mut Vec<u8>, args: &[&[&[u8]]]) {
-    out.push(b'*');
-    out.extend_from_slice(itoa::Buffer::new().format(args.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    head(out, args.len());
     for parts in args {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        out.push(b'$');
-        out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
-        out.extend_from_slice(b"\r\n");
-        for part in *parts {
-            out.extend_from_slice(part);
-        }
-        out.extend_from_slice(b"\r\n");
+        arg_of_parts(out, parts);
     }
+}
+
+/// A command's header: how many arguments follow.
+fn head(out: &mut Vec<u8>, args: usize) {
+    out.push(b'*');
+    out.extend_from_slice(itoa::Buffer::new().format(args).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// One argument, the concatenation of its parts.
+fn arg_of_parts(out: &mut Vec<u8>, parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    out.push(b'$');
+    out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for part in parts {
+        out.extend_from_slice(part);
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]
@@ -189,10 +227,13 @@ mod tests {
         let plain = Member::of(&unit.raw).expect("member");
         let retried = Member::new("b1", "j1", "", true);
         let callback = Member::new("", "", "success:b1", false);
-        for member in [&plain, &retried, &callback] {
+        let other = Member::new("b22", "j2", "", false);
+        // One prefix for them all, as a fetcher keeps one: it follows the batch asked for.
+        let mut prefix = OkPrefix::default();
+        for member in [&plain, &retried, &other, &callback, &plain] {
             for mark in [true, false] {
                 assert_eq!(
-                    member.ack_packet(&keys, &unit, mark),
+                    member.ack_packet(&keys, &unit, mark, &mut prefix),
                     crates_packet(member, &keys, &unit, mark)
                 );
             }
@@ -210,7 +251,7 @@ mod tests {
         assert_eq!(mark_packet(&keys, "b1"), pipe.get_packed_pipeline());
         let both = Member::new("b1", "j1", "success:b0", false);
         assert_eq!(
-            both.ack_packet(&keys, &unit, true),
+            both.ack_packet(&keys, &unit, true, &mut prefix),
             crates_packet(&both, &keys, &unit, true)
         );
         assert_eq!(both.ack_commands(true), 4);

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
+use crate::batch::settle::OkPrefix;
 use crate::clock::WallClock;
 use crate::dedup::{self, Release};
 use crate::error::{Error, Result};
@@ -102,6 +103,8 @@ pub struct Fetcher {
     tally: Arc<Mutex<Tally>>,
     tid: String,
     closed: bool,
+    /// The success record's command up to the jid, for the batch whose job this fetcher acked last.
+    ok_prefix: OkPrefix,
 }
 
 impl Fetcher {
@@ -153,6 +156,7 @@ impl Fetcher {
             tally,
             tid: tid.to_owned(),
             closed: false,
+            ok_prefix: OkPrefix::default(),
         })
     }
 
@@ -204,14 +208,18 @@ impl Fetcher {
 
     /// Whether batch `bid` is valid, when it was read less than a second ago (no I/O). The last
     /// answer is kept here too, with when it was read: a batch's jobs come together, and then the
-    /// shared answers' lock and map are not needed.
-    pub fn batch_valid_cached(&mut self, bid: &str) -> Option<bool> {
-        let now = Instant::now();
+    /// shared answers' lock and map are not needed. Asked as a job starts, whose start time serves
+    /// as the time now (no clock read); `bid` as bytes, compared as they are.
+    pub fn batch_valid_cached(&mut self, bid: &[u8]) -> Option<bool> {
+        let now = self.started.unwrap_or_else(Instant::now);
         if let Some((last, valid, at)) = &self.last_validity {
-            if last == bid && now.duration_since(*at) < crate::batch::validity::TTL {
+            if last.as_bytes() == bid
+                && now.saturating_duration_since(*at) < crate::batch::validity::TTL
+            {
                 return Some(*valid);
             }
         }
+        let bid = std::str::from_utf8(bid).ok()?;
         let (valid, at) = self.shared.batch_validity.cached_at(bid, now)?;
         self.last_validity = Some((bid.to_owned(), valid, at));
         Some(valid)
@@ -220,7 +228,7 @@ impl Fetcher {
     /// Whether batch `bid` is valid: the answer of the last second, or one round trip. Call it
     /// with the GVL released.
     pub fn batch_valid(&mut self, bid: &str) -> Result<bool> {
-        if let Some(valid) = self.batch_valid_cached(bid) {
+        if let Some(valid) = self.batch_valid_cached(bid.as_bytes()) {
             return Ok(valid);
         }
         let valid = self.round_trip(|conn| crate::batch::store::valid(conn, bid))?;
@@ -385,7 +393,8 @@ impl Fetcher {
         let in_batch = match unit.batch.take() {
             Some(member) => {
                 let mark = self.settle_mark(&member);
-                let packet = member.ack_packet(self.shared.redis.keys(), &unit, mark);
+                let keys = self.shared.redis.keys();
+                let packet = member.ack_packet(keys, &unit, mark, &mut self.ok_prefix);
                 self.write_unreplied(packet, Due::WithNextCall);
                 crate::batch::checker::wake();
                 true
