@@ -28,8 +28,15 @@ module JobQueue
     # it has limits is asked per job: a class may declare them after its first job ran).
     ClassInfo = Struct.new(:klass, :jid, :context, :limits, :bid) do
       def self.of(klass)
-        takes = ->(setter) { klass.is_a?(Module) && klass.public_method_defined?(setter) }
-        new(klass, takes.(:jid=), takes.(:_context=), klass.respond_to?(:queue_limits), takes.(:bid=))
+        new(klass, setter(klass, :jid=), setter(klass, :_context=), klass.respond_to?(:queue_limits), setter(klass, :bid=))
+      end
+
+      # How a worker of `klass` takes `name`: false (it does not), :ivar (Worker's own accessor,
+      # whose instance variable the engine may set without the call), or true (a call).
+      def self.setter(klass, name)
+        return false unless klass.is_a?(Module) && klass.public_method_defined?(name)
+
+        klass.instance_method(name).owner == Worker ? :ivar : true
       end
     end
 

@@ -8,7 +8,7 @@ require "spec_helper"
 # or decline and leave the job to JSON.parse. These examples hold the two side by side on hand-written
 # jobs and on many generated ones.
 RSpec.describe "the job Hash the engine builds" do
-  # The same Ruby value, to the class, the bits of a Float, the encoding and frozenness of a String,
+  # The same Ruby value, to the class, the bits of a Float, the encoding, code range and frozenness of a String,
   # and the order and identity (interned) of a Hash's keys.
   def same!(built, parsed, path = "job")
     expect(built.class).to eq(parsed.class), "#{path}: #{built.class} against #{parsed.class}"
@@ -26,6 +26,10 @@ RSpec.describe "the job Hash the engine builds" do
       expect(built).to eq(parsed), "#{path}: text"
       expect(built.encoding).to eq(parsed.encoding), "#{path}: encoding"
       expect(built.frozen?).to eq(parsed.frozen?), "#{path}: frozen"
+      # The code range the engine gives a String as it makes it is what Ruby's scan of the parsed one
+      # finds.
+      expect([built.ascii_only?, built.valid_encoding?]).to eq([parsed.ascii_only?, parsed.valid_encoding?]),
+        "#{path}: code range"
     else
       expect(built).to eql(parsed), "#{path}: #{built.inspect} against #{parsed.inspect}"
     end

@@ -48,6 +48,7 @@ pub struct Top {
 pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
     let nil = ruby.qnil().as_value();
     let mut builder = RubyBuild {
+        utf8: utf8_flags(),
         nil: nil.as_raw(),
         yes: ruby.qtrue().as_value().as_raw(),
         no: ruby.qfalse().as_value().as_raw(),
@@ -74,6 +75,8 @@ pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
 }
 
 struct RubyBuild {
+    /// UTF-8's encoding index, in place in a String's flags.
+    utf8: VALUE,
     nil: VALUE,
     yes: VALUE,
     no: VALUE,
@@ -106,8 +109,26 @@ impl Build for RubyBuild {
     }
 
     fn string(&mut self, value: &[u8]) -> VALUE {
-        // SAFETY: the reader hands over valid UTF-8; the bytes are copied.
-        unsafe { rb_sys::rb_utf8_str_new(value.as_ptr().cast(), value.len() as c_long) }
+        // The String `rb_utf8_str_new` makes, with its code range known: the reader hands over
+        // valid UTF-8, so the String is 7-bit when every byte is ASCII and valid otherwise, which is
+        // what Ruby would find when it first scans it (a String's code range is a cache of that
+        // scan). The flags are set as the headers' inline `RB_ENCODING_SET_INLINED` and
+        // `RB_ENC_CODERANGE_SET` set them, on a String no one else holds yet: `rb_utf8_str_new`
+        // would look the encoding up and check it for every String.
+        let range = if value.is_ascii() {
+            CODERANGE_7BIT
+        } else {
+            CODERANGE_VALID
+        };
+        // SAFETY: a new binary String (encoding index 0, code range unknown), the bytes copied; its
+        // flags are changed before any other code sees it.
+        unsafe {
+            let string = rb_sys::rb_str_new(value.as_ptr().cast(), value.len() as c_long);
+            let basic = string as *mut rb_sys::RBasic;
+            (*basic).flags =
+                ((*basic).flags & !(ENCODING_MASK | CODERANGE_MASK)) | self.utf8 | range;
+            string
+        }
     }
 
     fn array(&mut self) -> VALUE {
@@ -136,6 +157,19 @@ impl Build for RubyBuild {
             self.note_top(key, value);
         }
     }
+}
+
+const ENCODING_MASK: VALUE = rb_sys::ruby_encoding_consts::RUBY_ENCODING_MASK as VALUE;
+const ENCODING_SHIFT: VALUE = rb_sys::ruby_encoding_consts::RUBY_ENCODING_SHIFT as VALUE;
+const CODERANGE_MASK: VALUE = rb_sys::ruby_coderange_type::RUBY_ENC_CODERANGE_MASK as VALUE;
+const CODERANGE_7BIT: VALUE = rb_sys::ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as VALUE;
+const CODERANGE_VALID: VALUE = rb_sys::ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as VALUE;
+
+/// UTF-8's encoding index where a String's flags hold it.
+fn utf8_flags() -> VALUE {
+    static FLAGS: OnceLock<VALUE> = OnceLock::new();
+    // SAFETY: reads Ruby's fixed index of UTF-8 (below the inline maximum).
+    *FLAGS.get_or_init(|| (unsafe { rb_sys::rb_utf8_encindex() } as VALUE) << ENCODING_SHIFT)
 }
 
 /// The key `Hash#[]=` stores for the gem's String: the interned frozen String of the same text

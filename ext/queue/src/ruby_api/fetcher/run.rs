@@ -46,6 +46,10 @@ static LOG_CONTEXT: LazyId = LazyId::new("job_queue_log_job");
 /// `JobQueue::Batch::RUNNING`: the bid of the running job's batch, for `batch.jobs { }` in it.
 static BATCH_RUNNING: LazyId = LazyId::new("jq_batch_running_bid");
 static BID_SET: LazyId = LazyId::new("bid=");
+static JID_IVAR: LazyId = LazyId::new("@jid");
+static BID_IVAR: LazyId = LazyId::new("@bid");
+/// `Processor::ClassInfo.setter`'s answer for `JobQueue::Worker`'s own accessors.
+static IVAR: LazyId = LazyId::new("ivar");
 /// `JobQueue::Context::THREAD_KEY`: the worker context, which a job without `meta.*` fields runs
 /// without.
 static WORKER_CONTEXT: LazyId = LazyId::new("job_queue_context");
@@ -58,13 +62,39 @@ enum Turn {
     Ruby(Value),
 }
 
+/// How a worker takes its `jid` or `bid` (`Processor::ClassInfo.setter`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Setter {
+    None,
+    /// Through its setter method.
+    Call,
+    /// `JobQueue::Worker`'s own accessor: its instance variable is set directly, as the accessor
+    /// sets it, without the method call.
+    Ivar,
+}
+
+impl Setter {
+    /// From the answer's `false`, `true` or `:ivar` (read for every job: a comparison of VALUEs).
+    fn of(ruby: &Ruby, answer: Value) -> Setter {
+        // SAFETY: the Symbol of a static ID; no allocation.
+        let ivar = unsafe { rb_sys::rb_id2sym((*IVAR).into_id_with(ruby).as_raw()) };
+        if answer.as_raw() == ivar {
+            Setter::Ivar
+        } else if answer.to_bool() {
+            Setter::Call
+        } else {
+            Setter::None
+        }
+    }
+}
+
 /// A job class cleared to run here, as `Processor#native_class` answers: `[klass, takes_jid,
 /// takes_context, takes_bid, limits]`.
 struct Class {
     klass: Value,
-    jid: bool,
+    jid: Setter,
     context: bool,
-    bid: bool,
+    bid: Setter,
     /// How its jobs release their idempotency key (`deduplication_server_options`):
     /// `[until_executed, ttl, reschedule]`.
     dedup: (bool, u64, bool),
@@ -136,7 +166,9 @@ impl Fetcher {
             return to_ruby(ruby, &queue, &raw, key_released, None).map(Turn::Ruby);
         };
         let class = match classes {
-            Some(classes) if runs_here(&top, key_released) => class_of(classes, &top, processor),
+            Some(classes) if runs_here(&top, key_released) => {
+                class_of(ruby, classes, &top, processor)
+            }
             _ => None,
         };
         let runs = match (&class, RArray::from_value(top.args)) {
@@ -245,7 +277,7 @@ fn holds_key(top: &Top, key_released: bool) -> bool {
 }
 
 /// The job's class, when the processor clears it to run here (asked once per class and thread).
-fn class_of(classes: RHash, top: &Top, processor: Value) -> Option<Class> {
+fn class_of(ruby: &Ruby, classes: RHash, top: &Top, processor: Value) -> Option<Class> {
     let name = RString::from_value(top.class)?;
     let answer = match classes.get(name) {
         Some(answer) => answer,
@@ -255,9 +287,9 @@ fn class_of(classes: RHash, top: &Top, processor: Value) -> Option<Class> {
     let answer = RArray::from_value(answer)?;
     Some(Class {
         klass: answer.entry(0).ok()?,
-        jid: answer.entry::<Value>(1).ok()?.to_bool(),
+        jid: Setter::of(ruby, answer.entry(1).ok()?),
         context: answer.entry::<Value>(2).ok()?.to_bool(),
-        bid: answer.entry::<Value>(3).ok()?.to_bool(),
+        bid: Setter::of(ruby, answer.entry(3).ok()?),
         limits: RArray::from_value(answer.entry(4).ok()?),
         dedup: {
             let options: RArray = answer.entry(5).ok()?;
@@ -305,7 +337,8 @@ impl Fetcher {
         processor: Value,
     ) -> Result<(), Error> {
         let bid = RString::from_value(top.bid);
-        let worker = make_worker(ruby, class, top.jid, bid.filter(|_| class.bid), processor)?;
+        let takes_bid = class.bid != Setter::None;
+        let worker = make_worker(ruby, class, top.jid, bid.filter(|_| takes_bid), processor)?;
         // Asked of the engine only for a job that may hold a key; a guard taken in the `if let`
         // below would live through its body.
         let holds = holds_key(top, false) && !self.lock().running_key_released();
@@ -339,10 +372,7 @@ impl Fetcher {
     /// released.
     fn batch_valid(&self, bid: RString) -> Result<bool, Error> {
         // SAFETY: the job's bid String, unchanged while borrowed: no Ruby code runs meanwhile.
-        let cached = match unsafe { bid.as_str() } {
-            Ok(text) => self.lock().batch_valid_cached(text),
-            Err(_) => None,
-        };
+        let cached = self.lock().batch_valid_cached(unsafe { bid.as_slice() });
         if let Some(valid) = cached {
             return Ok(valid);
         }
@@ -367,24 +397,35 @@ fn make_worker(
     processor: Value,
 ) -> Result<Value, Error> {
     let (klass, jid, processor) = (class.klass.as_raw(), jid.as_raw(), processor.as_raw());
-    let [new, jid_set, context_set, bid_set] =
-        [&NEW, &JID_SET, &CONTEXT_SET, &BID_SET].map(|id| (*id).into_id_with(ruby).as_raw());
+    let [new, jid_set, context_set, bid_set, jid_ivar, bid_ivar] =
+        [&NEW, &JID_SET, &CONTEXT_SET, &BID_SET, &JID_IVAR, &BID_IVAR]
+            .map(|id| (*id).into_id_with(ruby).as_raw());
     let bid = bid.map(|b| b.as_value().as_raw());
-    let (takes_jid, takes_context) = (class.jid, class.context);
+    let (takes_jid, takes_context, takes_bid) = (class.jid, class.context, class.bid);
     let worker = magnus::rb_sys::protect(|| {
         // SAFETY: plain method calls with the GVL held, under `rb_protect`; every argument is
         // held by the caller's frame (the class by the processor's cache, the rest by the job's
         // Hash), and `worker` by this frame for the conservative scan.
         unsafe {
             let worker = rb_sys::rb_funcallv(klass, new, 0, std::ptr::null());
-            if takes_jid {
-                rb_sys::rb_funcallv(worker, jid_set, 1, &jid);
+            match takes_jid {
+                Setter::Ivar => {
+                    rb_sys::rb_ivar_set(worker, jid_ivar, jid);
+                }
+                Setter::Call => {
+                    rb_sys::rb_funcallv(worker, jid_set, 1, &jid);
+                }
+                Setter::None => {}
             }
             if takes_context {
                 rb_sys::rb_funcallv(worker, context_set, 1, &processor);
             }
             if let Some(bid) = &bid {
-                rb_sys::rb_funcallv(worker, bid_set, 1, bid);
+                if takes_bid == Setter::Ivar {
+                    rb_sys::rb_ivar_set(worker, bid_ivar, *bid);
+                } else {
+                    rb_sys::rb_funcallv(worker, bid_set, 1, bid);
+                }
             }
             worker
         }

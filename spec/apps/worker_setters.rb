@@ -1,0 +1,30 @@
+# frozen_string_literal: true
+
+# App for spec/api/worker_setters_spec.rb: a worker that takes its jid and bid through
+# JobQueue::Worker's own accessors, and one whose own setters must be called.
+require_relative "basic"
+
+class StockSettersJob
+  include JobQueue::Worker
+
+  def perform(label)
+    Record.redis.rpush("seen", JSON.generate([label, jid, bid, instance_variable_get(:@jid)]))
+  end
+end
+
+class OwnSettersJob
+  include JobQueue::Worker
+
+  def jid=(value)
+    super("own-#{value}")
+  end
+
+  def bid=(value)
+    @bid_calls = (@bid_calls || 0) + 1
+    super
+  end
+
+  def perform(label)
+    Record.redis.rpush("seen", JSON.generate([label, jid, bid, @bid_calls]))
+  end
+end
