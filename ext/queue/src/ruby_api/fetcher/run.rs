@@ -27,6 +27,7 @@ use magnus::value::{LazyId, ReprValue};
 use magnus::{Error, RArray, RHash, RString, Ruby, Value};
 use queue_core::dedup::Release;
 use queue_core::fetch::Unit;
+use rb_sys::{ID, VALUE};
 
 use super::Fetcher;
 use crate::errors::blocking;
@@ -47,6 +48,7 @@ static LOG_CONTEXT: LazyId = LazyId::new("job_queue_log_job");
 static BATCH_RUNNING: LazyId = LazyId::new("jq_batch_running_bid");
 static BID_SET: LazyId = LazyId::new("bid=");
 static JID_IVAR: LazyId = LazyId::new("@jid");
+static CONTEXT_IVAR: LazyId = LazyId::new("@_context");
 static BID_IVAR: LazyId = LazyId::new("@bid");
 /// `Processor::ClassInfo.setter`'s answer for `JobQueue::Worker`'s own accessors.
 static IVAR: LazyId = LazyId::new("ivar");
@@ -74,6 +76,22 @@ enum Setter {
 }
 
 impl Setter {
+    /// Gives `worker` the value: `ids` are the setter's method and its instance variable.
+    ///
+    /// # Safety
+    /// With the GVL, under `rb_protect` (the setter may raise); the values held by the caller.
+    unsafe fn set(self, worker: VALUE, (method, ivar): (ID, ID), value: VALUE) {
+        match self {
+            Setter::Ivar => {
+                rb_sys::rb_ivar_set(worker, ivar, value);
+            }
+            Setter::Call => {
+                rb_sys::rb_funcallv(worker, method, 1, &value);
+            }
+            Setter::None => {}
+        }
+    }
+
     /// From the answer's `false`, `true` or `:ivar` (read for every job: a comparison of VALUEs).
     fn of(ruby: &Ruby, answer: Value) -> Setter {
         // SAFETY: the Symbol of a static ID; no allocation.
@@ -90,10 +108,11 @@ impl Setter {
 
 /// A job class cleared to run here, as `Processor#native_class` answers: `[klass, takes_jid,
 /// takes_context, takes_bid, limits]`.
+#[derive(Clone, Copy)]
 struct Class {
     klass: Value,
     jid: Setter,
-    context: bool,
+    context: Setter,
     bid: Setter,
     /// How its jobs release their idempotency key (`deduplication_server_options`):
     /// `[until_executed, ttl, reschedule]`.
@@ -117,6 +136,11 @@ impl Fetcher {
         processor: Value,
     ) -> Result<Value, Error> {
         let mut ran = 0;
+        // The last class cleared here, by name: a buffer's jobs are mostly of one class. Kept for
+        // this call only, on its frame (where the collector's scan of the stack finds its VALUEs;
+        // the processor's cache holds them too), so a class that declares limits later is asked
+        // again by the next call, as `classes` is.
+        let mut last = LastClass::default();
         loop {
             let started = if ran == 0 {
                 rb_self.start_waiting(timeout)?
@@ -130,7 +154,7 @@ impl Fetcher {
                     ruby.qtrue().as_value()
                 });
             }
-            match rb_self.turn(ruby, classes, processor)? {
+            match rb_self.turn(ruby, classes, processor, &mut last)? {
                 Turn::Ran => ran += 1,
                 Turn::Ruby(work) => return Ok(work),
             }
@@ -156,7 +180,13 @@ impl Fetcher {
     }
 
     /// The started job: run here, or handed to Ruby.
-    fn turn(&self, ruby: &Ruby, classes: Option<RHash>, processor: Value) -> Result<Turn, Error> {
+    fn turn(
+        &self,
+        ruby: &Ruby,
+        classes: Option<RHash>,
+        processor: Value,
+        last: &mut LastClass,
+    ) -> Result<Turn, Error> {
         let mut raw = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let Some((queue, key_released)) = self.copy_running(&mut raw) else {
             return Ok(Turn::Ruby(ruby.qnil().as_value()));
@@ -167,7 +197,7 @@ impl Fetcher {
         };
         let class = match classes {
             Some(classes) if runs_here(&top, key_released) => {
-                class_of(ruby, classes, &top, processor)
+                last.class_of(ruby, classes, &top, processor)
             }
             _ => None,
         };
@@ -276,9 +306,40 @@ fn holds_key(top: &Top, key_released: bool) -> bool {
     top.idempotency_key && !key_released && !top.duplicate_of
 }
 
-/// The job's class, when the processor clears it to run here (asked once per class and thread).
-fn class_of(ruby: &Ruby, classes: RHash, top: &Top, processor: Value) -> Option<Class> {
-    let name = RString::from_value(top.class)?;
+/// The class the last job of a `run` call was cleared as, with its name's bytes.
+#[derive(Default)]
+struct LastClass {
+    name: Vec<u8>,
+    class: Option<Class>,
+}
+
+impl LastClass {
+    /// The job's class, when the processor clears it to run here: the last one again when the
+    /// name is the same, else looked up.
+    fn class_of(
+        &mut self,
+        ruby: &Ruby,
+        classes: RHash,
+        top: &Top,
+        processor: Value,
+    ) -> Option<Class> {
+        let name = RString::from_value(top.class)?;
+        // SAFETY: the job's class String, read before any Ruby code runs.
+        let bytes = unsafe { name.as_slice() };
+        if let Some(class) = self.class.filter(|_| self.name == bytes) {
+            return Some(class);
+        }
+        let class = class_of(ruby, classes, name, processor)?;
+        self.name.clear();
+        // SAFETY: as above; `class_of` may have run Ruby code (`native_class`), so read again.
+        self.name.extend_from_slice(unsafe { name.as_slice() });
+        self.class = Some(class);
+        Some(class)
+    }
+}
+
+/// The class `name`, when the processor clears it to run here (asked once per class and thread).
+fn class_of(ruby: &Ruby, classes: RHash, name: RString, processor: Value) -> Option<Class> {
     let answer = match classes.get(name) {
         Some(answer) => answer,
         // An error (an unknown class) is Ruby's to report, as the job's failure.
@@ -288,7 +349,7 @@ fn class_of(ruby: &Ruby, classes: RHash, top: &Top, processor: Value) -> Option<
     Some(Class {
         klass: answer.entry(0).ok()?,
         jid: Setter::of(ruby, answer.entry(1).ok()?),
-        context: answer.entry::<Value>(2).ok()?.to_bool(),
+        context: Setter::of(ruby, answer.entry(2).ok()?),
         bid: Setter::of(ruby, answer.entry(3).ok()?),
         limits: RArray::from_value(answer.entry(4).ok()?),
         dedup: {
@@ -397,9 +458,16 @@ fn make_worker(
     processor: Value,
 ) -> Result<Value, Error> {
     let (klass, jid, processor) = (class.klass.as_raw(), jid.as_raw(), processor.as_raw());
-    let [new, jid_set, context_set, bid_set, jid_ivar, bid_ivar] =
-        [&NEW, &JID_SET, &CONTEXT_SET, &BID_SET, &JID_IVAR, &BID_IVAR]
-            .map(|id| (*id).into_id_with(ruby).as_raw());
+    let [new, jid_set, context_set, bid_set, jid_ivar, context_ivar, bid_ivar] = [
+        &NEW,
+        &JID_SET,
+        &CONTEXT_SET,
+        &BID_SET,
+        &JID_IVAR,
+        &CONTEXT_IVAR,
+        &BID_IVAR,
+    ]
+    .map(|id| (*id).into_id_with(ruby).as_raw());
     let bid = bid.map(|b| b.as_value().as_raw());
     let (takes_jid, takes_context, takes_bid) = (class.jid, class.context, class.bid);
     let worker = magnus::rb_sys::protect(|| {
@@ -408,24 +476,10 @@ fn make_worker(
         // Hash), and `worker` by this frame for the conservative scan.
         unsafe {
             let worker = rb_sys::rb_funcallv(klass, new, 0, std::ptr::null());
-            match takes_jid {
-                Setter::Ivar => {
-                    rb_sys::rb_ivar_set(worker, jid_ivar, jid);
-                }
-                Setter::Call => {
-                    rb_sys::rb_funcallv(worker, jid_set, 1, &jid);
-                }
-                Setter::None => {}
-            }
-            if takes_context {
-                rb_sys::rb_funcallv(worker, context_set, 1, &processor);
-            }
-            if let Some(bid) = &bid {
-                if takes_bid == Setter::Ivar {
-                    rb_sys::rb_ivar_set(worker, bid_ivar, *bid);
-                } else {
-                    rb_sys::rb_funcallv(worker, bid_set, 1, bid);
-                }
+            takes_jid.set(worker, (jid_set, jid_ivar), jid);
+            takes_context.set(worker, (context_set, context_ivar), processor);
+            if let Some(bid) = bid {
+                takes_bid.set(worker, (bid_set, bid_ivar), bid);
             }
             worker
         }
