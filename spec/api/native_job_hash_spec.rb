@@ -86,6 +86,12 @@ RSpec.describe "the job Hash the engine builds" do
     built = compare('{"class":"A","args":[],"class":"B","jid":"j"}')
     expect(built.keys).to eq(%w[class args jid])
     expect(built["class"]).to eq("B")
+    # Past the pairs the engine inserts together (16) and Ruby's small table (8), with repeats on
+    # either side of each boundary.
+    repeated = compare("{#{(1..40).map { |i| %("k#{i % 11}":#{i}) }.join(",")}}")
+    expect(repeated.keys).to eq((1..11).map { |i| "k#{i % 11}" })
+    expect(repeated["k3"]).to eq(36)
+    expect(compare("{#{(1..40).map { |i| %("k#{i}":"v#{i}") }.join(",")}}").size).to eq(40)
   end
 
   it "declines what only JSON.parse reads alike, and builds nothing JSON.parse refuses" do

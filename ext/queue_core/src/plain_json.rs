@@ -39,6 +39,8 @@ pub trait Build {
     fn object(&mut self) -> Self::Value;
     /// `depth` is 1 for the keys of the outermost object.
     fn insert(&mut self, object: Self::Value, key: &[u8], value: Self::Value, depth: usize);
+    /// The object's last pair was inserted (a builder that holds pairs back inserts them now).
+    fn close(&mut self, _object: Self::Value, _depth: usize) {}
 }
 
 /// The value `raw` holds, built with `build`; `None` when it is not in the subset above (the builder
@@ -111,6 +113,7 @@ impl<'a> Reader<'a> {
         self.skip_space();
         if self.peek()? == b'}' {
             self.i += 1;
+            build.close(object, depth);
             return Some(object);
         }
         loop {
@@ -128,6 +131,7 @@ impl<'a> Reader<'a> {
                 b',' => self.i += 1,
                 b'}' => {
                     self.i += 1;
+                    build.close(object, depth);
                     return Some(object);
                 }
                 _ => return None,

@@ -49,6 +49,8 @@ pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
     let nil = ruby.qnil().as_value();
     let mut builder = RubyBuild {
         utf8: utf8_flags(),
+        pending: [0; PENDING],
+        pending_len: 0,
         nil: nil.as_raw(),
         yes: ruby.qtrue().as_value().as_raw(),
         no: ruby.qfalse().as_value().as_raw(),
@@ -77,6 +79,11 @@ pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
 struct RubyBuild {
     /// UTF-8's encoding index, in place in a String's flags.
     utf8: VALUE,
+    /// The outermost object's pairs, key and value, not inserted yet: they go in together
+    /// (`rb_hash_bulk_insert`) when it closes or this is full. The builder lives on `build`'s
+    /// frame, where the collector's scan of the stack finds them meanwhile.
+    pending: [VALUE; PENDING],
+    pending_len: usize,
     nil: VALUE,
     yes: VALUE,
     no: VALUE,
@@ -149,15 +156,39 @@ impl Build for RubyBuild {
     }
 
     fn insert(&mut self, object: VALUE, key: &[u8], value: VALUE, depth: usize) {
-        // SAFETY: `object` is an unfrozen Hash this builder made; the key is a frozen String.
+        if depth != 1 {
+            // SAFETY: `object` is an unfrozen Hash this builder made; the key is a frozen String.
+            unsafe {
+                rb_sys::rb_hash_aset(object, interned(key), value);
+            }
+            return;
+        }
+        if self.pending_len == PENDING {
+            self.close(object, depth);
+        }
+        self.pending[self.pending_len] = interned(key);
+        self.pending[self.pending_len + 1] = value;
+        self.pending_len += 2;
+        self.note_top(key, value);
+    }
+
+    fn close(&mut self, object: VALUE, depth: usize) {
+        if depth != 1 || self.pending_len == 0 {
+            return;
+        }
+        // SAFETY: `object` is the unfrozen Hash this builder made for the outermost object; the
+        // pairs are frozen String keys and values this builder made. Inserted in order, each as
+        // `Hash#[]=` would (a repeated key keeps its place and takes the later value), without the
+        // per-call checks `rb_hash_aset` makes of a Hash and key that cannot need them.
         unsafe {
-            rb_sys::rb_hash_aset(object, interned(key), value);
+            rb_sys::rb_hash_bulk_insert(self.pending_len as c_long, self.pending.as_ptr(), object);
         }
-        if depth == 1 {
-            self.note_top(key, value);
-        }
+        self.pending_len = 0;
     }
 }
+
+/// Pairs of the outermost object held back at most (as many as Ruby keeps in a Hash's small table).
+const PENDING: usize = 16;
 
 const ENCODING_MASK: VALUE = rb_sys::ruby_encoding_consts::RUBY_ENCODING_MASK as VALUE;
 const ENCODING_SHIFT: VALUE = rb_sys::ruby_encoding_consts::RUBY_ENCODING_SHIFT as VALUE;
