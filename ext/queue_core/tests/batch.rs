@@ -31,7 +31,14 @@ fn take(c: &mut redis::Connection, queue: &str) -> Unit {
 /// Acknowledges `unit` with the batch's ack, twice.
 fn ack_twice(c: &mut redis::Connection, redis: &queue_core::Redis, unit: &Unit) {
     let member = Member::of(&unit.raw).expect("a batch member");
-    let packet = member.ack_packet(redis.keys(), unit, true, &mut OkPrefix::default());
+    let mut packet = Vec::new();
+    member.ack_packet(
+        &mut packet,
+        redis.keys(),
+        unit,
+        true,
+        &mut OkPrefix::default(),
+    );
     let commands = member.ack_commands(true);
     for _ in 0..2 {
         // The record (SADDs, or an LPUSH), then the LREM: only the last reply is read.

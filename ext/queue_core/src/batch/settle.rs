@@ -27,26 +27,27 @@ impl Member {
     /// Without `mark`, the `SADD jq:batch-dirty` is left out: the fetcher owes it, and writes it
     /// after the acks of the same batch that follow on its connection (`Fetcher`'s `owed_mark`).
     ///
-    /// Written straight into one buffer (`resp.rs`): it is built once per job. The record's command
+    /// Written straight into `out` (`resp.rs`): it is built once per job. The record's command
     /// up to the jid is the same for every job of a batch, and comes from `prefix`, which keeps it
     /// for the last batch it was asked for.
     pub fn ack_packet(
         &self,
+        out: &mut Vec<u8>,
         keys: &Keys,
         unit: &Unit,
         mark: bool,
         prefix: &mut OkPrefix,
-    ) -> Vec<u8> {
-        let mut out = Vec::with_capacity(unit.raw.len() + unit.working.len() + 160);
+    ) {
+        out.reserve(unit.raw.len() + unit.working.len() + 160);
         let mut markers: Vec<Vec<u8>> = Vec::new();
         if !self.bid().is_empty() {
             if self.failed_before {
                 markers.push(self.marker().into_bytes());
             } else {
                 out.extend_from_slice(prefix.of(keys, self.bid()));
-                arg_of_parts(&mut out, &[self.jid().as_bytes()]);
+                arg_of_parts(out, &[self.jid().as_bytes()]);
                 if mark {
-                    mark_of_parts(&mut out, keys.namespace().as_bytes(), self.bid().as_bytes());
+                    mark_of_parts(out, keys.namespace().as_bytes(), self.bid().as_bytes());
                 }
             }
         }
@@ -57,13 +58,9 @@ impl Member {
             let news = keys.batch_news();
             let mut lpush: Vec<&[u8]> = vec![b"LPUSH", news.as_bytes()];
             lpush.extend(markers.iter().map(Vec::as_slice));
-            crate::resp::command(&mut out, &lpush);
+            crate::resp::command(out, &lpush);
         }
-        crate::resp::command(
-            &mut out,
-            &[b"LREM", unit.working.as_bytes(), b"-1", &unit.raw],
-        );
-        out
+        crate::resp::command(out, &[b"LREM", unit.working.as_bytes(), b"-1", &unit.raw]);
     }
 
     /// How many commands [`Member::ack_packet`] writes (for a reader of their replies).
@@ -232,10 +229,9 @@ mod tests {
         let mut prefix = OkPrefix::default();
         for member in [&plain, &retried, &other, &callback, &plain] {
             for mark in [true, false] {
-                assert_eq!(
-                    member.ack_packet(&keys, &unit, mark, &mut prefix),
-                    crates_packet(member, &keys, &unit, mark)
-                );
+                let mut packet = Vec::new();
+                member.ack_packet(&mut packet, &keys, &unit, mark, &mut prefix);
+                assert_eq!(packet, crates_packet(member, &keys, &unit, mark));
             }
         }
         assert_eq!(retried.marker(), "q2:b1j1");
@@ -250,10 +246,9 @@ mod tests {
         pipe.cmd("SADD").arg(keys.batch_dirty()).arg("b1");
         assert_eq!(mark_packet(&keys, "b1"), pipe.get_packed_pipeline());
         let both = Member::new("b1", "j1", "success:b0", false);
-        assert_eq!(
-            both.ack_packet(&keys, &unit, true, &mut prefix),
-            crates_packet(&both, &keys, &unit, true)
-        );
+        let mut packet = Vec::new();
+        both.ack_packet(&mut packet, &keys, &unit, true, &mut prefix);
+        assert_eq!(packet, crates_packet(&both, &keys, &unit, true));
         assert_eq!(both.ack_commands(true), 4);
     }
 }

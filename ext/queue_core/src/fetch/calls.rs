@@ -96,11 +96,10 @@ pub fn fetched_units(
 /// it and goes on without waiting. Redis runs it before anything the fetcher sends later on the same
 /// connection.
 /// Built once per job, straight into one buffer (`resp.rs`).
-pub fn ack_command(unit: &Unit) -> Vec<u8> {
+pub fn ack_command(out: &mut Vec<u8>, unit: &Unit) {
     let args: [&[u8]; 4] = [b"LREM", unit.working.as_bytes(), b"-1", &unit.raw];
-    let mut out = Vec::with_capacity(crate::resp::size(&args));
-    crate::resp::command(&mut out, &args);
-    out
+    out.reserve(crate::resp::size(&args));
+    crate::resp::command(out, &args);
 }
 
 /// What became of a fetch call whose reply was lost.
@@ -240,7 +239,9 @@ mod tests {
             b"{\"jid\":\"a\"}".to_vec(),
             "jq:working:h:1:x:t1:default".into(),
         );
-        let text = String::from_utf8(ack_command(&unit)).expect("utf-8");
+        let mut packet = b"kept".to_vec();
+        ack_command(&mut packet, &unit);
+        let text = String::from_utf8(packet.split_off(4)).expect("utf-8");
         assert_eq!(
             text,
             "*4\r\n$4\r\nLREM\r\n$27\r\njq:working:h:1:x:t1:default\r\n$2\r\n-1\r\n$11\r\n{\"jid\":\"a\"}\r\n"

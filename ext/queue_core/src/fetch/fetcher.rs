@@ -71,11 +71,14 @@ pub struct Fetcher {
     /// The wall clock as the monotonic one gives it: the minute a finished job counts under, and
     /// the time job lines give its start.
     wall: WallClock,
-    /// Unreplied writes (acks, key releases) since the last round trip that succeeded: sent again
-    /// if the connection broke.
-    unconfirmed: Vec<Vec<u8>>,
+    /// Unreplied writes (acks, key releases) since the last round trip that succeeded, one packet
+    /// after another: sent again if the connection broke. One buffer, kept: an ack allocates
+    /// nothing.
+    unconfirmed: Vec<u8>,
     /// Unreplied writes not made yet (no connection); made before the next call.
-    unsent: Vec<Vec<u8>>,
+    unsent: Vec<u8>,
+    /// Where an ack's packet is built before it is written (kept, like `unconfirmed`).
+    packet: Vec<u8>,
     /// The running job's deduplication key, released with its ack (`until_executed`).
     release: Option<Release>,
     /// The concurrency slot the running job holds (`limits`), given back when it settles.
@@ -106,6 +109,10 @@ pub struct Fetcher {
     /// The success record's command up to the jid, for the batch whose job this fetcher acked last.
     ok_prefix: OkPrefix,
 }
+
+/// Bytes of confirmed writes whose buffer is kept for the next ones; a bigger one (a big job's ack)
+/// is given back.
+const UNCONFIRMED_KEPT: usize = 256 * 1024;
 
 impl Fetcher {
     /// A fetcher for the thread `tid`. Registers its working lists in Redis before it takes anything,
@@ -143,6 +150,7 @@ impl Fetcher {
             wall: WallClock::default(),
             unconfirmed: Vec::new(),
             unsent: Vec::new(),
+            packet: Vec::new(),
             release: None,
             limit_slot: None,
             early: HashSet::new(),
@@ -390,12 +398,14 @@ impl Fetcher {
         // this process's checker. Like a bare ack it only confirms this thread's work, so it may
         // wait for the thread's next call (within a batch's ~50 ms of work, or the kernel's ~200 ms
         // hold).
+        let mut packet = std::mem::take(&mut self.packet);
+        packet.clear();
         let in_batch = match unit.batch.take() {
             Some(member) => {
                 let mark = self.settle_mark(&member);
                 let keys = self.shared.redis.keys();
-                let packet = member.ack_packet(keys, &unit, mark, &mut self.ok_prefix);
-                self.write_unreplied(packet, Due::WithNextCall);
+                member.ack_packet(&mut packet, keys, &unit, mark, &mut self.ok_prefix);
+                self.write_unreplied(&packet, Due::WithNextCall);
                 crate::batch::checker::wake();
                 true
             }
@@ -403,30 +413,39 @@ impl Fetcher {
         };
         // A released key admits the next push of its job, so it goes out now. A bare ack only
         // confirms what this thread did, and may wait for the thread's next call.
-        let (packet, due) = match self.release.take() {
-            Some(release) => (
-                dedup::unreplied(&release.command(
-                    self.shared.redis.keys(),
-                    &unit,
-                    true,
-                    true,
-                    false,
-                )),
-                Due::Now,
-            ),
-            None if in_batch => return,
-            None => (calls::ack_command(&unit), Due::WithNextCall),
-        };
-        self.write_unreplied(packet, due);
+        match self.release.take() {
+            Some(release) => {
+                let keys = self.shared.redis.keys();
+                let script = dedup::unreplied(&release.command(keys, &unit, true, true, false));
+                self.write_unreplied(&script, Due::Now);
+            }
+            None if in_batch => {}
+            None => {
+                calls::ack_command(&mut packet, &unit);
+                self.write_unreplied(&packet, Due::WithNextCall);
+            }
+        }
+        if packet.capacity() > UNCONFIRMED_KEPT {
+            packet.shrink_to(UNCONFIRMED_KEPT);
+        }
+        self.packet = packet;
     }
 
     /// Writes a packet whose reply is switched off, now if the connection is open, else before the
-    /// next call.
-    fn write_unreplied(&mut self, packet: Vec<u8>, due: Due) {
-        if self.unsent.is_empty() && self.conn.send_unreplied(&packet, due).is_ok() {
-            self.unconfirmed.push(packet);
+    /// next call. Its bytes are kept in `unconfirmed` (or `unsent`) until a round trip confirms them.
+    fn write_unreplied(&mut self, packet: &[u8], due: Due) {
+        if self.unsent.is_empty() && self.conn.send_unreplied(packet, due).is_ok() {
+            self.unconfirmed.extend_from_slice(packet);
         } else {
-            self.unsent.push(packet);
+            self.unsent.extend_from_slice(packet);
+        }
+    }
+
+    /// Forgets the confirmed writes, keeping the buffer unless a big job made it big.
+    fn clear_unconfirmed(&mut self) {
+        self.unconfirmed.clear();
+        if self.unconfirmed.capacity() > UNCONFIRMED_KEPT {
+            self.unconfirmed.shrink_to(UNCONFIRMED_KEPT);
         }
     }
 
@@ -468,7 +487,7 @@ impl Fetcher {
         }
         if !releases.is_empty() {
             let packet = dedup::unreplied(&dedup::start_command(&releases));
-            self.write_unreplied(packet, Due::Now);
+            self.write_unreplied(&packet, Due::Now);
         }
     }
 
@@ -511,7 +530,7 @@ impl Fetcher {
                     self.release_buffered_early(Some(release));
                 } else {
                     let packet = dedup::unreplied(&dedup::start_command(&[release]));
-                    self.write_unreplied(packet, Due::Now);
+                    self.write_unreplied(&packet, Due::Now);
                 }
             }
             return Ok(None);
@@ -636,7 +655,7 @@ impl Fetcher {
             }
             let packet =
                 limits::release_packet(self.shared.redis.keys(), &self.shared.identity, &held);
-            self.write_unreplied(packet, Due::Now);
+            self.write_unreplied(&packet, Due::Now);
         }
     }
 
@@ -924,23 +943,24 @@ impl Fetcher {
         self.pay_mark();
         let result = self.write_unsent().and_then(|()| op(&mut self.conn));
         match &result {
-            Ok(_) => self.unconfirmed.clear(),
+            Ok(_) => self.clear_unconfirmed(),
             Err(e) if e.is_connection() => {
                 let mut again = std::mem::take(&mut self.unconfirmed);
                 again.append(&mut self.unsent);
                 self.unsent = again;
             }
-            Err(_) => self.unconfirmed.clear(),
+            Err(_) => self.clear_unconfirmed(),
         }
         result
     }
 
+    /// Writes what waits in `unsent` (dialling if need be), in one write: its packets in order.
     fn write_unsent(&mut self) -> Result<()> {
-        while let Some(packet) = self.unsent.first() {
-            self.conn.send_dialling(packet)?;
-            let packet = self.unsent.remove(0);
-            self.unconfirmed.push(packet);
+        if self.unsent.is_empty() {
+            return Ok(());
         }
+        self.conn.send_dialling(&self.unsent)?;
+        self.unconfirmed.append(&mut self.unsent);
         Ok(())
     }
 }

@@ -97,6 +97,6 @@ impl Fetcher {
         };
         lock(&self.slot).owes_mark = false;
         let packet = mark_packet(self.shared.redis.keys(), &owed.bid);
-        self.write_unreplied(packet, Due::WithNextCall);
+        self.write_unreplied(&packet, Due::WithNextCall);
     }
 }
