@@ -86,8 +86,8 @@ RSpec.describe "the job Hash the engine builds" do
     built = compare('{"class":"A","args":[],"class":"B","jid":"j"}')
     expect(built.keys).to eq(%w[class args jid])
     expect(built["class"]).to eq("B")
-    # Past the pairs the engine inserts together (16) and Ruby's small table (8), with repeats on
-    # either side of each boundary.
+    # Past the eight pairs the engine inserts together (as many as Ruby's small table holds), and
+    # past twice that, with repeats on either side of each boundary.
     repeated = compare("{#{(1..40).map { |i| %("k#{i % 11}":#{i}) }.join(",")}}")
     expect(repeated.keys).to eq((1..11).map { |i| "k#{i % 11}" })
     expect(repeated["k3"]).to eq(36)

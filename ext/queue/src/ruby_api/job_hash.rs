@@ -49,7 +49,7 @@ pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
     let nil = ruby.qnil().as_value();
     let mut builder = RubyBuild {
         utf8: utf8_flags(),
-        pending: [0; PENDING],
+        pending: [0; 2 * PENDING_PAIRS],
         pending_len: 0,
         nil: nil.as_raw(),
         yes: ruby.qtrue().as_value().as_raw(),
@@ -82,7 +82,7 @@ struct RubyBuild {
     /// The outermost object's pairs, key and value, not inserted yet: they go in together
     /// (`rb_hash_bulk_insert`) when it closes or this is full. The builder lives on `build`'s
     /// frame, where the collector's scan of the stack finds them meanwhile.
-    pending: [VALUE; PENDING],
+    pending: [VALUE; 2 * PENDING_PAIRS],
     pending_len: usize,
     nil: VALUE,
     yes: VALUE,
@@ -163,7 +163,7 @@ impl Build for RubyBuild {
             }
             return;
         }
-        if self.pending_len == PENDING {
+        if self.pending_len == self.pending.len() {
             self.close(object, depth);
         }
         self.pending[self.pending_len] = interned(key);
@@ -188,7 +188,7 @@ impl Build for RubyBuild {
 }
 
 /// Pairs of the outermost object held back at most (as many as Ruby keeps in a Hash's small table).
-const PENDING: usize = 16;
+const PENDING_PAIRS: usize = 8;
 
 const ENCODING_MASK: VALUE = rb_sys::ruby_encoding_consts::RUBY_ENCODING_MASK as VALUE;
 const ENCODING_SHIFT: VALUE = rb_sys::ruby_encoding_consts::RUBY_ENCODING_SHIFT as VALUE;

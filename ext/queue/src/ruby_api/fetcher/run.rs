@@ -64,7 +64,7 @@ enum Turn {
     Ruby(Value),
 }
 
-/// How a worker takes its `jid` or `bid` (`Processor::ClassInfo.setter`).
+/// How a worker takes its `jid`, `_context` or `bid` (`Processor::ClassInfo.setter`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Setter {
     None,
