@@ -95,7 +95,7 @@ pub fn fetched_units(
 /// reply (the fetcher's connection switches replies off: `link/reply_mode.rs`), so the fetcher writes
 /// it and goes on without waiting. Redis runs it before anything the fetcher sends later on the same
 /// connection.
-/// Built once per job, straight into one buffer (`resp.rs`).
+/// Appended to `out` (`resp.rs`), the fetcher's kept packet buffer: built once per job.
 pub fn ack_command(out: &mut Vec<u8>, unit: &Unit) {
     let args: [&[u8]; 4] = [b"LREM", unit.working.as_bytes(), b"-1", &unit.raw];
     out.reserve(crate::resp::size(&args));

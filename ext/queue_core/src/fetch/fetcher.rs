@@ -110,9 +110,15 @@ pub struct Fetcher {
     ok_prefix: OkPrefix,
 }
 
-/// Bytes of confirmed writes whose buffer is kept for the next ones; a bigger one (a big job's ack)
-/// is given back.
+/// Bytes of a kept write buffer (`unconfirmed`, `packet`) kept for the next writes; past it (a big
+/// job's ack) the rest is given back.
 const UNCONFIRMED_KEPT: usize = 256 * 1024;
+
+fn give_back_if_big(buffer: &mut Vec<u8>) {
+    if buffer.capacity() > UNCONFIRMED_KEPT {
+        buffer.shrink_to(UNCONFIRMED_KEPT);
+    }
+}
 
 impl Fetcher {
     /// A fetcher for the thread `tid`. Registers its working lists in Redis before it takes anything,
@@ -425,9 +431,7 @@ impl Fetcher {
                 self.write_unreplied(&packet, Due::WithNextCall);
             }
         }
-        if packet.capacity() > UNCONFIRMED_KEPT {
-            packet.shrink_to(UNCONFIRMED_KEPT);
-        }
+        give_back_if_big(&mut packet);
         self.packet = packet;
     }
 
@@ -444,9 +448,7 @@ impl Fetcher {
     /// Forgets the confirmed writes, keeping the buffer unless a big job made it big.
     fn clear_unconfirmed(&mut self) {
         self.unconfirmed.clear();
-        if self.unconfirmed.capacity() > UNCONFIRMED_KEPT {
-            self.unconfirmed.shrink_to(UNCONFIRMED_KEPT);
-        }
+        give_back_if_big(&mut self.unconfirmed);
     }
 
     /// Releases, now and in one script call, the keys of `first` (the running job's, when its class
