@@ -70,11 +70,24 @@ RSpec.describe "concurrency and rate limits" do
   it "leases a wide limit's slots to processes and stays exact: never more than 16 of 20 threads, slots back when idle" do
     servers = running_servers(2, "wide")
     leased = 0
+    # The leases are watched on a thread of their own, every 2 ms while the jobs run: the wait below
+    # reads all the started records each turn, too slowly to be sure of seeing a lease.
+    watching = true
+    watcher = Thread.new do
+      own = Redis.new(path: TestRedis.socket)
+      while watching
+        leased = [leased, own.hkeys("jq:limit:run:WideWorker").count { |f| f.start_with?("L:") }].max
+        sleep 0.002
+      end
+    ensure
+      own&.close
+    end
     WideWorker.perform_bulk((1..600).map { |n| [n] })
     wait_until("all 600 to run", timeout: 60) do
-      leased = [leased, redis.hkeys("jq:limit:run:WideWorker").count { |f| f.start_with?("L:") }].max
       started("wide").size == 600 && redis.llen("queue:wide").zero?
     end
+    watching = false
+    watcher.join
     # Leases go back once the class is idle here (the keeper, within a fraction of a second).
     begin
       wait_until("the slots to go back", timeout: 10) { drained?("wide") && redis.hlen("jq:limit:run:WideWorker").zero? }
