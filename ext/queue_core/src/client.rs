@@ -116,7 +116,7 @@ pub fn new_job(prefix: &[u8], args_json: &[u8], now: f64) -> Result<(String, Vec
     check_template(prefix)?;
     let jid = crate::dedup::new_jid();
     let now = float_string(now);
-    let json = job_parts(prefix, args_json, &jid, &now, [b"", b"", b""]).concat();
+    let json = job_parts(prefix, args_json, &jid, &now, [b""; 4]).concat();
     Ok((jid, json))
 }
 
@@ -131,15 +131,15 @@ pub(crate) fn check_template(prefix: &[u8]) -> Result<()> {
 }
 
 /// [`new_job`]'s JSON in parts, to be written where it goes (into a command, [`crate::resp`])
-/// without being assembled first; `key` is an `idempotency_key` field to add last, in up to three
+/// without being assembled first; `key` is an `idempotency_key` field to add last, in up to four
 /// parts (empty for none).
 pub(crate) fn job_parts<'a>(
     prefix: &'a [u8],
     args_json: &'a [u8],
     jid: &'a str,
     now: &'a str,
-    key: [&'a [u8]; 3],
-) -> [&'a [u8]; 13] {
+    key: [&'a [u8]; 4],
+) -> [&'a [u8]; 14] {
     [
         prefix,
         b",\"args\":",
@@ -153,6 +153,7 @@ pub(crate) fn job_parts<'a>(
         key[0],
         key[1],
         key[2],
+        key[3],
         b"}",
     ]
 }
@@ -201,7 +202,7 @@ fn push_command<A: AsRef<[u8]>>(
     resp::bulk(&mut out, &[b"LPUSH"]);
     resp::bulk(&mut out, &[ns, b"queue:", name]);
     for (args, jid) in args_jsons.iter().zip(jids) {
-        let parts = job_parts(prefix, args.as_ref(), jid, now, [b"", b"", b""]);
+        let parts = job_parts(prefix, args.as_ref(), jid, now, [b""; 4]);
         resp::bulk(&mut out, &parts);
     }
     out
@@ -223,7 +224,7 @@ mod tests {
             let jobs: Vec<Vec<u8>> = args
                 .iter()
                 .zip(&jids)
-                .map(|(a, jid)| job_parts(prefix, a, jid, &now, [b"", b"", b""]).concat())
+                .map(|(a, jid)| job_parts(prefix, a, jid, &now, [b""; 4]).concat())
                 .collect();
             let pipeline = push_pipeline(&keys, "default", &jobs)
                 .expect("pipeline")
@@ -255,6 +256,19 @@ pub fn push_bulk_new_sync<A: AsRef<[u8]>>(
     args_jsons: &[A],
     dedup: Option<&crate::dedup::PushOptions>,
 ) -> Result<Vec<String>> {
+    push_bulk_new_with(conn, queue, prefix, args_jsons, dedup, None)
+}
+
+/// [`push_bulk_new_sync`], with the template's [`crate::dedup::OnePush`] for a deduplicated push of
+/// one job.
+fn push_bulk_new_with<A: AsRef<[u8]>>(
+    conn: &mut SyncConn,
+    queue: &str,
+    prefix: &[u8],
+    args_jsons: &[A],
+    dedup: Option<&crate::dedup::PushOptions>,
+    one: Option<&crate::dedup::OnePush>,
+) -> Result<Vec<String>> {
     let now = crate::clock::now_f64();
     if conn.wait_replicas().is_none() {
         match dedup {
@@ -269,6 +283,7 @@ pub fn push_bulk_new_sync<A: AsRef<[u8]>>(
                         (prefix, args.as_ref()),
                         &jid,
                         now,
+                        one,
                     )? {
                         Some(crate::dedup::Outcome::Dropped(_)) => return Ok(Vec::new()),
                         Some(_) => return Ok(vec![jid]),
@@ -328,6 +343,20 @@ pub fn push_new_sync(
     args_json: &[u8],
     dedup: Option<&crate::dedup::PushOptions>,
 ) -> Result<Pushed> {
-    let mut jids = push_bulk_new_sync(conn, queue, prefix, &[args_json], dedup)?;
+    push_new_with(conn, queue, prefix, args_json, dedup, None)
+}
+
+/// [`push_new_sync`] for a worker's template that keeps a [`crate::dedup::OnePush`] (`one`, made by
+/// [`crate::dedup::OnePush::new`] for the template): a deduplicated push then copies the command's
+/// fixed bytes from it instead of writing them again.
+pub fn push_new_with(
+    conn: &mut SyncConn,
+    queue: &str,
+    prefix: &[u8],
+    args_json: &[u8],
+    dedup: Option<&crate::dedup::PushOptions>,
+    one: Option<&crate::dedup::OnePush>,
+) -> Result<Pushed> {
+    let mut jids = push_bulk_new_with(conn, queue, prefix, &[args_json], dedup, one)?;
     Ok(jids.pop().map_or(Pushed::Dropped, Pushed::Queued))
 }

@@ -269,6 +269,69 @@ fn push_new_sync_on_the_shared_handle_queues_drops_and_marks() {
     assert_eq!(smembers(&mut c, "queues"), vec!["default"]);
 }
 
+/// A template's kept bytes (`OnePush`) push, drop and hand a mark to the general script exactly as
+/// the one-job path does without them; one that does not fit the push (made for another namespace,
+/// or for a worker that drops where this one marks) is left aside.
+#[test]
+fn push_new_with_the_templates_kept_bytes_queues_drops_and_marks() {
+    let t = TestRedis::with_namespace("resque:gitlab:");
+    let mut c = t.conn();
+    let mut conn = SyncConn::new(&t.redis());
+    let prefix = br#"{"retry":true,"queue":"default","class":"HardWorker""#;
+    let opts = idempotent_hard_worker();
+    let keys = queue_core::keys::Keys::new("resque:gitlab:");
+    let one = queue_core::dedup::OnePush::new(&keys, "default", &opts, prefix).expect("OnePush");
+    let push = |conn: &mut SyncConn, args: &[u8], opts, one| {
+        client::push_new_with(conn, "default", prefix, args, Some(opts), one).expect("push")
+    };
+
+    let first = push(&mut conn, b"[7]", &opts, Some(&one));
+    assert_eq!(
+        push(&mut conn, b"[7]", &opts, Some(&one)),
+        client::Pushed::Dropped
+    );
+    let marking = queue_core::dedup::PushOptions {
+        idempotent: false,
+        ..idempotent_hard_worker()
+    };
+    let marked = push(&mut conn, b"[7]", &marking, Some(&one));
+    let elsewhere = queue_core::keys::Keys::new("other:");
+    let foreign = queue_core::dedup::OnePush::new(&elsewhere, "default", &opts, prefix)
+        .expect("OnePush for another namespace");
+    let other = push(&mut conn, b"[8]", &opts, Some(&foreign));
+
+    let jids: Vec<String> = [&first, &marked, &other]
+        .iter()
+        .map(|p| match p {
+            client::Pushed::Queued(jid) => jid.clone(),
+            other => panic!("not queued: {other:?}"),
+        })
+        .collect();
+    let queued: Vec<serde_json::Value> = queue_in_run_order(&mut c, "resque:gitlab:queue:default")
+        .iter()
+        .map(|raw| serde_json::from_slice(raw).expect("json"))
+        .collect();
+    let key = |args: &[u8]| {
+        format!(
+            "resque:gitlab:duplicate:default:{}",
+            queue_core::dedup::digest("HardWorker", args)
+        )
+    };
+    assert_eq!(queued.len(), 3);
+    for (job, jid) in queued.iter().zip(&jids) {
+        assert_eq!(job["jid"], jid.as_str());
+    }
+    assert_eq!(queued[0]["idempotency_key"], key(b"[7]").as_str());
+    assert_eq!(queued[1]["duplicate-of"], jids[0].as_str());
+    assert_eq!(queued[2]["idempotency_key"], key(b"[8]").as_str());
+    let holder: Option<String> = redis::cmd("GET")
+        .arg(key(b"[8]"))
+        .query(&mut c)
+        .expect("GET");
+    assert_eq!(holder.as_deref(), Some(jids[2].as_str()));
+    assert_eq!(smembers(&mut c, "resque:gitlab:queues"), vec!["default"]);
+}
+
 /// A server error in reply to a packed push is that call's error, as it was for the pipeline.
 #[test]
 fn a_packed_push_meeting_a_server_error_fails_with_it() {

@@ -186,7 +186,12 @@ impl Engine {
             return Ok(ruby.qnil().as_value());
         };
         let pushed = rb_self.push_from_template(template, flag, |c, queue, prefix, dedup| {
-            client::push_new_sync(c, queue, prefix, &args_json, dedup)
+            // The fixed bytes kept by the template serve the flag read in Redis (no `flag`).
+            let one = flag
+                .is_none()
+                .then(|| template.one_push(c.keys()))
+                .flatten();
+            client::push_new_with(c, queue, prefix, &args_json, dedup, one)
         })?;
         Ok(match pushed {
             client::Pushed::Queued(jid) => ruby.str_new(&jid).as_value(),

@@ -2,8 +2,11 @@
 //! engine — its queue, its options as a JSON prefix, and its deduplication — made once per worker
 //! (and again when options change) so a push converts nothing but the arguments.
 
+use std::sync::OnceLock;
+
 use magnus::{prelude::*, Error, RString, Ruby};
-use queue_core::dedup::{FlagCheck, PushOptions};
+use queue_core::dedup::{FlagCheck, OnePush, PushOptions};
+use queue_core::keys::Keys;
 
 use super::bytes_of;
 
@@ -12,6 +15,9 @@ pub struct PushTemplate {
     pub queue: String,
     pub prefix: Vec<u8>,
     pub dedup: Option<PushOptions>,
+    /// The one-job deduplicated push's fixed bytes, made on the first such push (`None` inside
+    /// when this template's pushes do not take that path).
+    one: OnceLock<Option<OnePush>>,
 }
 
 impl PushTemplate {
@@ -42,7 +48,18 @@ impl PushTemplate {
             queue,
             prefix,
             dedup,
+            one: OnceLock::new(),
         })
+    }
+
+    /// The template's [`OnePush`], made on the first call for the namespace of `keys` (the engine
+    /// uses it only where it fits the push); `None` when the template has no deduplication or its
+    /// pushes do not take that path.
+    pub fn one_push(&self, keys: &Keys) -> Option<&OnePush> {
+        let opts = self.dedup.as_ref()?;
+        self.one
+            .get_or_init(|| OnePush::new(keys, &self.queue, opts, &self.prefix))
+            .as_ref()
     }
 
     /// The worker's deduplication for one push, with the queue's flag as the caller read it (`None`:

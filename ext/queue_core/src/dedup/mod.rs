@@ -37,7 +37,7 @@ use crate::scripts;
 mod packed;
 mod push;
 
-pub use packed::push_new_one_sync;
+pub use packed::{push_new_one_sync, OnePush};
 pub use push::{
     outcomes, push_invocation, push_sync, DedupJob, FlagCheck, Outcome, Positions, PushOptions,
 };
@@ -53,28 +53,40 @@ pub const WAL_LOCATIONS: &str = "wal_locations";
 
 /// SHA-256 hex of `"<class>:<args JSON>"`, the last part of an idempotency key.
 pub fn digest(class: &str, args_json: &[u8]) -> String {
+    hex_string(&digest_hex(class, args_json))
+}
+
+/// [`digest`]'s hex digits, on the stack: a push writes them into its command where they go.
+pub fn digest_hex(class: &str, args_json: &[u8]) -> [u8; 64] {
     let mut hasher = Sha256::new();
     hasher.update(class.as_bytes());
     hasher.update(b":");
     hasher.update(args_json);
-    hex(&hasher.finalize())
+    let mut digits = [0; 64];
+    hex_into(&hasher.finalize(), &mut digits);
+    digits
 }
 
 /// A new jid: 12 random bytes in hex, as Sidekiq makes them.
 pub fn new_jid() -> String {
-    hex(&rand::random::<[u8; 12]>())
+    let mut digits = [0; 24];
+    hex_into(&rand::random::<[u8; 12]>(), &mut digits);
+    hex_string(&digits)
 }
 
-/// Lowercase hex, by table: on every push (the jid, and the digest of a deduplicated one), where
-/// `write!` per byte cost ~1 µs.
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex of `bytes` into `out` (twice as long), by table: on every push (the jid, and the
+/// digest of a deduplicated one), where `write!` per byte cost ~1 µs.
+fn hex_into(bytes: &[u8], out: &mut [u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[usize::from(b >> 4)] as char);
-        s.push(DIGITS[usize::from(b & 0x0f)] as char);
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 0x0f)];
     }
-    s
+}
+
+/// Hex digits as a String (they are ASCII).
+fn hex_string(digits: &[u8]) -> String {
+    digits.iter().copied().map(char::from).collect()
 }
 
 /// The feature flag that turns dropping off for a queue (GitLab's name).
