@@ -94,10 +94,20 @@ module JobQueue
       Thread.current[:job_queue_tid] ||= (Thread.current.object_id ^ ::Process.pid).to_s(36)
     end
 
+    # The running job's Hash, nil outside a job. A job the binding runs itself (Fetcher#run) has its
+    # fetcher as the context instead, which builds the Hash from the job's JSON the first time a line
+    # asks for it; the Hash then stays the context until the job ends.
+    def running_job
+      job = Thread.current[CONTEXT]
+      return job if job.nil? || job.is_a?(Hash)
+
+      Thread.current[CONTEXT] = job.running_job
+    end
+
     # " class=… jid=…" (with bid, tags and elapsed when present) for the running job, " class=…
     # ids=… count=…" for a running ordered batch; "" outside one.
     def context
-      job = Thread.current[CONTEXT]
+      job = running_job
       elapsed = Thread.current[ELAPSED]
       unless job
         batch = Thread.current[BATCH] or return ""
@@ -113,7 +123,7 @@ module JobQueue
 
     # The same context as a Hash (the JSON formatter's `ctx`, as Sidekiq's); nil outside a job.
     def context_hash
-      job = Thread.current[CONTEXT]
+      job = running_job
       ctx = job ? job_context(job) : Thread.current[BATCH]&.to_h&.dup
       return nil unless ctx
 

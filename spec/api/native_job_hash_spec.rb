@@ -35,8 +35,9 @@ RSpec.describe "the job Hash the engine builds" do
     end
   end
 
-  # The engine's Hash for `json`, checked against JSON.parse's when it builds one. Returns it (nil
-  # when it declined).
+  # The engine's Hash for `json`, checked against JSON.parse's when it builds one, and its lean
+  # reading (what a server reads of a job it runs without building its Hash) with it. Returns the
+  # Hash (nil when it declined).
   def compare(json)
     built = JobQueue::Native.job_hash(json)
     parsed = begin
@@ -48,7 +49,29 @@ RSpec.describe "the job Hash the engine builds" do
       expect(parsed).not_to be_a(Exception), "built a Hash from JSON that JSON.parse refuses: #{json.inspect[0, 200]}"
       same!(built, parsed)
     end
+    lean_same!(JobQueue::Native.job_lean(json), built && parsed, json)
     built
+  end
+
+  # The lean reading declines exactly where the Hash is declined, and otherwise holds what the Hash
+  # holds: `args`, `jid`, `bid` and `idempotency_key` built alike, the flags the processor looks at,
+  # and the class name (nil only where it is not a String written without escapes).
+  def lean_same!(lean, parsed, json)
+    return expect(lean).to(be_nil, "a lean reading of JSON the Hash declines: #{json.inspect[0, 200]}") unless parsed
+
+    expect(lean).not_to be_nil, "no lean reading of #{json.inspect[0, 200]}"
+    if lean["class"].nil?
+      expect(!parsed["class"].is_a?(String) || json.include?("\\")).to be(true), "no class read from #{json.inspect[0, 200]}"
+    else
+      same!(lean["class"], parsed["class"], "lean class")
+    end
+    {"jid" => "jid", "args" => "args", "bid" => "bid", "key" => "idempotency_key"}.each do |name, field|
+      same!(lean[name], parsed[field], "lean #{name}")
+    end
+    flags = {"idempotency_key" => !!parsed["idempotency_key"], "duplicate_of" => parsed.key?("duplicate-of"),
+             "wal_locations" => parsed.key?("wal_locations"), "expires_at" => parsed.key?("expires_at"),
+             "meta" => parsed.keys.any? { |key| key.start_with?("meta.") }, "wrapped" => parsed.key?("wrapped")}
+    expect(lean.slice(*flags.keys)).to eq(flags), "lean flags of #{json.inspect[0, 200]}"
   end
 
   let(:job) do

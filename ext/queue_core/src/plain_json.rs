@@ -36,11 +36,36 @@ pub trait Build {
     fn string(&mut self, value: &[u8]) -> Self::Value;
     fn array(&mut self) -> Self::Value;
     fn push(&mut self, array: Self::Value, item: Self::Value);
-    fn object(&mut self) -> Self::Value;
+    /// `depth` is 1 for the outermost object.
+    fn object(&mut self, depth: usize) -> Self::Value;
     /// `depth` is 1 for the keys of the outermost object.
     fn insert(&mut self, object: Self::Value, key: &[u8], value: Self::Value, depth: usize);
     /// The object's last pair was inserted (a builder that holds pairs back inserts them now).
     fn close(&mut self, _object: Self::Value, _depth: usize) {}
+    /// Whether to build the value of `key` in an object at `depth`. A value not built is read and
+    /// checked all the same (a value the reader declines declines the whole), and [`Build::skipped`]
+    /// is told where it lies instead of [`Build::insert`].
+    fn wants(&mut self, _key: &[u8], _depth: usize) -> bool {
+        true
+    }
+    /// The value of `key` was read without being built: it is `at` in the input, as written.
+    fn skipped(&mut self, _key: &[u8], _at: std::ops::Range<usize>, _depth: usize) {}
+}
+
+/// Builds nothing: what a skipped value is read with.
+struct Skip;
+
+impl Build for Skip {
+    type Value = ();
+    fn null(&mut self) {}
+    fn boolean(&mut self, _: bool) {}
+    fn integer(&mut self, _: i64) {}
+    fn float(&mut self, _: f64) {}
+    fn string(&mut self, _: &[u8]) {}
+    fn array(&mut self) {}
+    fn push(&mut self, _: (), _: ()) {}
+    fn object(&mut self, _: usize) {}
+    fn insert(&mut self, _: (), _: &[u8], _: (), _: usize) {}
 }
 
 /// The value `raw` holds, built with `build`; `None` when it is not in the subset above (the builder
@@ -109,7 +134,7 @@ impl<'a> Reader<'a> {
             return None;
         }
         self.i += 1;
-        let object = build.object();
+        let object = build.object(depth);
         self.skip_space();
         if self.peek()? == b'}' {
             self.i += 1;
@@ -124,8 +149,14 @@ impl<'a> Reader<'a> {
             let key = self.string()?.into_owned_if_scratch();
             self.expect(b':')?;
             self.skip_space();
-            let value = self.value(build, depth)?;
-            build.insert(object, &key, value, depth);
+            if build.wants(&key, depth) {
+                let value = self.value(build, depth)?;
+                build.insert(object, &key, value, depth);
+            } else {
+                let start = self.i;
+                self.value(&mut Skip, depth)?;
+                build.skipped(&key, start..self.i, depth);
+            }
             self.skip_space();
             match self.peek()? {
                 b',' => self.i += 1,

@@ -298,6 +298,7 @@ pub fn define(ruby: &Ruby, native: &magnus::RModule) -> Result<(), Error> {
     class.undef_default_alloc_func();
     class.define_method("next", magnus::method!(Fetcher::next, 1))?;
     class.define_method("run", magnus::method!(Fetcher::run, 4))?;
+    class.define_method("running_job", magnus::method!(Fetcher::running_job, 0))?;
     class.define_method("done", magnus::method!(Fetcher::done, 0))?;
     class.define_method("expired", magnus::method!(Fetcher::expired, 0))?;
     class.define_method("fail", magnus::method!(Fetcher::fail, 5))?;

@@ -46,34 +46,129 @@ pub struct Top {
 /// A job's Hash, with its [`Top`] fields; `None` when the reader declined the JSON or it is not an
 /// object.
 pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
-    let nil = ruby.qnil().as_value();
-    let mut builder = RubyBuild {
-        utf8: utf8_flags(),
-        pending: [0; 2 * PENDING_PAIRS],
-        pending_len: 0,
-        nil: nil.as_raw(),
-        yes: ruby.qtrue().as_value().as_raw(),
-        no: ruby.qfalse().as_value().as_raw(),
-        top: Top {
-            class: nil,
-            jid: nil,
-            args: nil,
-            idempotency_key: false,
-            key: nil,
-            duplicate_of: false,
-            wal_locations: false,
-            expires_at: false,
-            bid: nil,
-            meta: false,
-            wrapped: false,
-        },
-    };
+    let mut builder = RubyBuild::new(ruby);
     let value = plain_json::parse(raw, &mut builder)?;
     // SAFETY: a VALUE this builder just made, or a special constant.
     let hash = unsafe { Value::from_raw(value) };
     // Keys at depth 1 come only from an object at the top, which this checks for.
     magnus::RHash::from_value(hash)?;
     Some((hash, builder.top))
+}
+
+/// What the binding needs of a job it runs itself, read from its JSON without building the job's
+/// Hash: `args`, `jid`, `bid` and `idempotency_key` built as the Hash would hold them (the other
+/// [`Top`] fields noted by their keys; `class` left nil), and where the class name lies. The
+/// reader's checks are the same, so [`build`] accepts every JSON this accepts; the Hash is built
+/// from the same bytes only if something asks for it (a log line's context, a failure).
+pub struct Lean {
+    pub top: Top,
+    /// The last `class` value, as written (quotes included).
+    class: Option<std::ops::Range<usize>>,
+}
+
+impl Lean {
+    /// The class name in `raw` (the JSON this was read from): a string written without escapes.
+    pub fn class_name<'r>(&self, raw: &'r [u8]) -> Option<&'r [u8]> {
+        let written = raw.get(self.class.clone()?)?;
+        let name = written.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+        (!name.contains(&b'\\')).then_some(name)
+    }
+}
+
+/// The job's [`Lean`] reading; `None` where [`build`] answers `None`.
+pub fn lean(ruby: &Ruby, raw: &[u8]) -> Option<Lean> {
+    let mut builder = LeanBuild {
+        inner: RubyBuild::new(ruby),
+        class: None,
+        object: false,
+    };
+    plain_json::parse(raw, &mut builder)?;
+    builder.object.then_some(Lean {
+        top: builder.inner.top,
+        class: builder.class,
+    })
+}
+
+/// Builds what [`Lean`] holds: the outermost object's wanted values through [`RubyBuild`], and
+/// nothing for the object itself.
+struct LeanBuild {
+    inner: RubyBuild,
+    class: Option<std::ops::Range<usize>>,
+    /// The outermost value is an object.
+    object: bool,
+}
+
+impl Build for LeanBuild {
+    type Value = VALUE;
+
+    fn null(&mut self) -> VALUE {
+        self.inner.null()
+    }
+
+    fn boolean(&mut self, value: bool) -> VALUE {
+        self.inner.boolean(value)
+    }
+
+    fn integer(&mut self, value: i64) -> VALUE {
+        self.inner.integer(value)
+    }
+
+    fn float(&mut self, value: f64) -> VALUE {
+        self.inner.float(value)
+    }
+
+    fn string(&mut self, value: &[u8]) -> VALUE {
+        self.inner.string(value)
+    }
+
+    fn array(&mut self) -> VALUE {
+        self.inner.array()
+    }
+
+    fn push(&mut self, array: VALUE, item: VALUE) {
+        self.inner.push(array, item)
+    }
+
+    fn object(&mut self, depth: usize) -> VALUE {
+        if depth == 1 {
+            self.object = true;
+            return self.inner.nil;
+        }
+        self.inner.object(depth)
+    }
+
+    fn insert(&mut self, object: VALUE, key: &[u8], value: VALUE, depth: usize) {
+        if depth == 1 {
+            // Held by the `Top` from here on (on the stack of `lean`'s caller, where the
+            // collector's scan finds it), as a Hash's pairs are held before they go in.
+            self.inner.note_top(key, value);
+        } else {
+            self.inner.insert(object, key, value, depth);
+        }
+    }
+
+    fn close(&mut self, object: VALUE, depth: usize) {
+        if depth != 1 {
+            self.inner.close(object, depth);
+        }
+    }
+
+    fn wants(&mut self, key: &[u8], depth: usize) -> bool {
+        depth != 1 || matches!(key, b"args" | b"jid" | b"bid" | b"idempotency_key")
+    }
+
+    fn skipped(&mut self, key: &[u8], at: std::ops::Range<usize>, _depth: usize) {
+        let top = &mut self.inner.top;
+        match key {
+            b"class" => self.class = Some(at),
+            b"wal_locations" => top.wal_locations = true,
+            b"duplicate-of" => top.duplicate_of = true,
+            b"expires_at" => top.expires_at = true,
+            b"wrapped" => top.wrapped = true,
+            _ if key.starts_with(b"meta.") => top.meta = true,
+            _ => {}
+        }
+    }
 }
 
 struct RubyBuild {
@@ -150,7 +245,7 @@ impl Build for RubyBuild {
         }
     }
 
-    fn object(&mut self) -> VALUE {
+    fn object(&mut self, _depth: usize) -> VALUE {
         // SAFETY: a new empty Hash.
         unsafe { rb_sys::rb_hash_new() }
     }
@@ -303,6 +398,31 @@ fn intern_known() -> Vec<VALUE> {
 }
 
 impl RubyBuild {
+    fn new(ruby: &Ruby) -> RubyBuild {
+        let nil = ruby.qnil().as_value();
+        RubyBuild {
+            utf8: utf8_flags(),
+            pending: [0; 2 * PENDING_PAIRS],
+            pending_len: 0,
+            nil: nil.as_raw(),
+            yes: ruby.qtrue().as_value().as_raw(),
+            no: ruby.qfalse().as_value().as_raw(),
+            top: Top {
+                class: nil,
+                jid: nil,
+                args: nil,
+                idempotency_key: false,
+                key: nil,
+                duplicate_of: false,
+                wal_locations: false,
+                expires_at: false,
+                bid: nil,
+                meta: false,
+                wrapped: false,
+            },
+        }
+    }
+
     fn note_top(&mut self, key: &[u8], value: VALUE) {
         // SAFETY: a VALUE this builder just made or one of the special constants.
         let as_value = || unsafe { Value::from_raw(value) };
@@ -334,6 +454,43 @@ fn job_hash(ruby: &Ruby, json: magnus::RString) -> Option<Value> {
     build(ruby, &raw).map(|(hash, _)| hash)
 }
 
+/// `JobQueue::Native.job_lean(json)`: what a server reads of a job it runs itself without building
+/// its Hash ([`lean`]), as a Hash of the [`Top`] fields (`class` the name, or nil where it is not a
+/// plain string), or nil where it declines the JSON. For the specs that compare it with `JSON.parse`.
+fn job_lean(ruby: &Ruby, json: magnus::RString) -> Result<Option<magnus::RHash>, magnus::Error> {
+    // SAFETY: as in `job_hash`.
+    let raw = unsafe { json.as_slice() }.to_vec();
+    let Some(lean) = lean(ruby, &raw) else {
+        return Ok(None);
+    };
+    let top = lean.top;
+    let out = ruby.hash_new();
+    let class = lean
+        .class_name(&raw)
+        .and_then(|name| std::str::from_utf8(name).ok());
+    out.aset("class", class.map(|name| ruby.str_new(name)))?;
+    for (name, value) in [
+        ("jid", top.jid),
+        ("args", top.args),
+        ("bid", top.bid),
+        ("key", top.key),
+    ] {
+        out.aset(name, value)?;
+    }
+    for (name, flag) in [
+        ("idempotency_key", top.idempotency_key),
+        ("duplicate_of", top.duplicate_of),
+        ("wal_locations", top.wal_locations),
+        ("expires_at", top.expires_at),
+        ("meta", top.meta),
+        ("wrapped", top.wrapped),
+    ] {
+        out.aset(name, flag)?;
+    }
+    Ok(Some(out))
+}
+
 pub fn define(native: &magnus::RModule) -> Result<(), magnus::Error> {
-    native.define_module_function("job_hash", magnus::function!(job_hash, 1))
+    native.define_module_function("job_hash", magnus::function!(job_hash, 1))?;
+    native.define_module_function("job_lean", magnus::function!(job_lean, 1))
 }

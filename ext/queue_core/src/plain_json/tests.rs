@@ -58,7 +58,7 @@ impl Build for Arena {
             .push(item);
     }
 
-    fn object(&mut self) -> usize {
+    fn object(&mut self, _depth: usize) -> usize {
         self.add(Value::Object(Map::new()))
     }
 
@@ -230,4 +230,82 @@ fn what_it_declines() {
 fn escaped_keys_keep_their_text_while_the_value_reuses_the_buffer() {
     let raw = r#"{"k\"1":"v\"1","k\\2":["x\ty"]}"#;
     assert_eq!(read(raw), Some(json!({"k\"1": "v\"1", "k\\2": ["x\ty"]})));
+}
+
+/// An arena that builds only the outermost `a` and notes where every other outermost value lies.
+#[derive(Default)]
+struct Picky {
+    arena: Arena,
+    skipped: Vec<(String, std::ops::Range<usize>)>,
+}
+
+impl Build for Picky {
+    type Value = usize;
+    fn null(&mut self) -> usize {
+        self.arena.null()
+    }
+    fn boolean(&mut self, value: bool) -> usize {
+        self.arena.boolean(value)
+    }
+    fn integer(&mut self, value: i64) -> usize {
+        self.arena.integer(value)
+    }
+    fn float(&mut self, value: f64) -> usize {
+        self.arena.float(value)
+    }
+    fn string(&mut self, value: &[u8]) -> usize {
+        self.arena.string(value)
+    }
+    fn array(&mut self) -> usize {
+        self.arena.array()
+    }
+    fn push(&mut self, array: usize, item: usize) {
+        self.arena.push(array, item)
+    }
+    fn object(&mut self, depth: usize) -> usize {
+        self.arena.object(depth)
+    }
+    fn insert(&mut self, object: usize, key: &[u8], value: usize, depth: usize) {
+        self.arena.insert(object, key, value, depth)
+    }
+    fn wants(&mut self, key: &[u8], depth: usize) -> bool {
+        depth > 1 || key == b"a"
+    }
+    fn skipped(&mut self, key: &[u8], at: std::ops::Range<usize>, depth: usize) {
+        assert_eq!(depth, 1);
+        let key = String::from_utf8(key.to_vec()).expect("UTF-8 key");
+        self.skipped.push((key, at));
+    }
+}
+
+#[test]
+fn a_value_not_wanted_is_read_and_checked_but_not_built() {
+    let raw = r#"{"b":[1,{"c":"d\"e"}], "a" :{"x":[2.5]},"e":"f" , "g":null}"#;
+    let mut picky = Picky::default();
+    let at = parse(raw.as_bytes(), &mut picky).expect("read");
+    assert_eq!(picky.arena.take(at), json!({"a": {"x": [2.5]}}));
+    let skipped: Vec<(&str, &str)> = picky
+        .skipped
+        .iter()
+        .map(|(key, at)| (key.as_str(), &raw[at.clone()]))
+        .collect();
+    assert_eq!(
+        skipped,
+        [("b", r#"[1,{"c":"d\"e"}]"#), ("e", r#""f""#), ("g", "null")]
+    );
+    // Whatever the reader declines, it declines unbuilt too, and a broken document stays broken.
+    for declined in [
+        r#"{"b":1e400,"a":1}"#,
+        r#"{"b":"\u0041","a":1}"#,
+        r#"{"b":[1,],"a":1}"#,
+        r#"{"b":12345678901234567890,"a":1}"#,
+        r#"{"b":"x","a":1"#,
+    ] {
+        assert_eq!(
+            parse(declined.as_bytes(), &mut Picky::default()),
+            None,
+            "{declined}"
+        );
+        assert_eq!(read(declined), None, "{declined}");
+    }
 }

@@ -22,6 +22,7 @@ use std::time::Duration;
 use std::os::raw::c_int;
 
 use magnus::rb_sys::{AsRawId, AsRawValue, FromRawValue};
+use magnus::typed_data::Obj;
 use magnus::value::IntoId;
 use magnus::value::{LazyId, ReprValue};
 use magnus::{Error, RArray, RHash, RString, Ruby, Value};
@@ -129,7 +130,7 @@ impl Fetcher {
     /// middleware, job lines written in Ruby).
     pub(super) fn run(
         ruby: &Ruby,
-        rb_self: &Self,
+        rb_self: Obj<Self>,
         timeout: f64,
         limit: usize,
         classes: Option<RHash>,
@@ -154,7 +155,7 @@ impl Fetcher {
                     ruby.qtrue().as_value()
                 });
             }
-            match rb_self.turn(ruby, classes, processor, &mut last)? {
+            match rb_self.turn(ruby, classes, processor, &mut last, rb_self.as_value())? {
                 Turn::Ran => ran += 1,
                 Turn::Ruby(work) => return Ok(work),
             }
@@ -179,25 +180,45 @@ impl Fetcher {
         })
     }
 
-    /// The started job: run here, or handed to Ruby.
+    /// The started job: run here, or handed to Ruby. `fetcher` is this fetcher's Ruby object: a job
+    /// run here from its [`job_hash::Lean`] reading has it as its log context, which builds the
+    /// job's Hash only when a line asks for it (`Fetcher#running_job`).
     fn turn(
         &self,
         ruby: &Ruby,
         classes: Option<RHash>,
         processor: Value,
         last: &mut LastClass,
+        fetcher: Value,
     ) -> Result<Turn, Error> {
         let mut raw = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let Some((queue, key_released)) = self.copy_running(&mut raw) else {
             return Ok(Turn::Ruby(ruby.qnil().as_value()));
         };
+        if let Some(classes) = classes.filter(|_| !last.lean_missed) {
+            match self.runs_lean(ruby, classes, &raw, key_released, processor, last) {
+                Some((class, top, args)) => {
+                    drop(raw);
+                    let failed =
+                        self.run_here(ruby, &class, None, fetcher, &top, args, processor)?;
+                    let counted = (!top.wrapped).then(|| std::str::from_utf8(&last.name).ok());
+                    return self.ran(failed, processor, counted.flatten());
+                }
+                // Not for this path: the rest of the call's jobs build their Hash at once.
+                None => last.lean_missed = true,
+            }
+        }
         let built = classes.and_then(|_| job_hash::build(ruby, &raw));
         let Some((job, top)) = built else {
             return to_ruby(ruby, &queue, &raw, key_released, None).map(Turn::Ruby);
         };
         let class = match classes {
             Some(classes) if runs_here(&top, key_released) => {
-                last.class_of(ruby, classes, &top, processor)
+                RString::from_value(top.class).and_then(|name| {
+                    // SAFETY: the job's class String, read before any Ruby code runs (`class_of`
+                    // copies it before it runs any).
+                    last.class_of(ruby, classes, unsafe { name.as_slice() }, processor)
+                })
             }
             _ => None,
         };
@@ -214,37 +235,102 @@ impl Fetcher {
             return to_ruby(ruby, &queue, &raw, key_released, Some(job)).map(Turn::Ruby);
         };
         drop(raw);
-        match self.perform(ruby, &class, job, &top, args, processor) {
-            Ok(()) => {
-                let class = counted_class(&top);
-                // SAFETY: the String is held by the job Hash on this thread's stack, and the borrow
-                // ends before any Ruby code runs again (`done_as` calls none).
-                let name = class.as_ref().and_then(|c| unsafe { c.as_str() }.ok());
-                self.done_as(name)?;
-                let ran = self.ran_here.fetch_add(1, Ordering::Relaxed) + 1;
-                if ran % MALLOC_CHECK_EVERY == 0 {
-                    let _: Value = processor.funcall(*MALLOC_CHECK, ())?;
-                }
-                Ok(Turn::Ran)
-            }
-            Err(error) => match error.value() {
-                Some(exception) if exception.is_kind_of(ruby.exception_exception()) => {
-                    let mut bytes = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-                    self.copy_running(&mut bytes);
-                    let raw = utf8_string(ruby, &bytes);
-                    drop(bytes);
-                    let failed = ruby.ary_new_capa(5);
-                    failed.push(ruby.to_symbol("failed"))?;
-                    failed.push(class.klass)?;
-                    failed.push(job)?;
-                    failed.push(raw)?;
-                    failed.push(exception)?;
-                    Ok(Turn::Ruby(failed.as_value()))
-                }
-                // A jump (the thread killed, a throw without its catch): on its way up.
-                _ => Err(error),
-            },
+        let failed = self.run_here(ruby, &class, Some(job), job, &top, args, processor)?;
+        let class = counted_class(&top);
+        // SAFETY: the String is held by the job Hash on this thread's stack, and the borrow ends
+        // before any Ruby code runs again (`done_as` calls none).
+        let name = class.as_ref().and_then(|c| unsafe { c.as_str() }.ok());
+        self.ran(failed, processor, name)
+    }
+
+    /// The class, `Top` and arguments of a job that runs here from its [`job_hash::Lean`]
+    /// reading, or `None` when it does not (it then takes the path that builds its Hash first).
+    fn runs_lean(
+        &self,
+        ruby: &Ruby,
+        classes: RHash,
+        raw: &[u8],
+        key_released: bool,
+        processor: Value,
+        last: &mut LastClass,
+    ) -> Option<(Class, Top, RArray)> {
+        let lean = job_hash::lean(ruby, raw)?;
+        let name = lean.class_name(raw)?;
+        if !runs_here(&lean.top, key_released) {
+            return None;
         }
+        let class = last.class_of(ruby, classes, name, processor)?;
+        let args = RArray::from_value(lean.top.args)?;
+        if let Some(limits) = class.limits {
+            leased(&mut self.lock(), limits)?.then_some(())?;
+        }
+        Some((class, lean.top, args))
+    }
+
+    /// Runs the job here (`perform` below); `None` when it ran, or `[:failed, klass, job, json,
+    /// error]` for Ruby to file when it raised (`job` the Hash, built now from the running job's
+    /// JSON where it was not built before). `context` is the job's log context.
+    #[allow(clippy::too_many_arguments)]
+    fn run_here(
+        &self,
+        ruby: &Ruby,
+        class: &Class,
+        job: Option<Value>,
+        context: Value,
+        top: &Top,
+        args: RArray,
+        processor: Value,
+    ) -> Result<Option<Value>, Error> {
+        let error = match self.perform(ruby, class, context, top, args, processor) {
+            Ok(()) => return Ok(None),
+            Err(error) => error,
+        };
+        match error.value() {
+            Some(exception) if exception.is_kind_of(ruby.exception_exception()) => {
+                let mut bytes = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+                self.copy_running(&mut bytes);
+                let raw = utf8_string(ruby, &bytes);
+                let job = job.or_else(|| job_hash::build(ruby, &bytes).map(|(hash, _)| hash));
+                drop(bytes);
+                let failed = ruby.ary_new_capa(5);
+                failed.push(ruby.to_symbol("failed"))?;
+                failed.push(class.klass)?;
+                failed.push(job)?;
+                failed.push(raw)?;
+                failed.push(exception)?;
+                Ok(Some(failed.as_value()))
+            }
+            // A jump (the thread killed, a throw without its catch): on its way up.
+            _ => Err(error),
+        }
+    }
+
+    /// After a job ran here: acknowledged and counted under `class` (or as the engine reads it),
+    /// and the processor's malloc check every few jobs; or its failure handed to Ruby.
+    fn ran(
+        &self,
+        failed: Option<Value>,
+        processor: Value,
+        class: Option<&str>,
+    ) -> Result<Turn, Error> {
+        if let Some(failed) = failed {
+            return Ok(Turn::Ruby(failed));
+        }
+        self.done_as(class)?;
+        let ran = self.ran_here.fetch_add(1, Ordering::Relaxed) + 1;
+        if ran % MALLOC_CHECK_EVERY == 0 {
+            let _: Value = processor.funcall(*MALLOC_CHECK, ())?;
+        }
+        Ok(Turn::Ran)
+    }
+
+    /// `running_job`: the running job's Hash, built from its JSON, for the log context of a job
+    /// `run` runs without building it (`Logging`); nil when no job runs or the reader declines the
+    /// JSON (which it does not for a job run so).
+    pub(super) fn running_job(ruby: &Ruby, rb_self: &Self) -> Option<Value> {
+        let mut raw = Vec::new();
+        rb_self.copy_running(&mut raw)?;
+        job_hash::build(ruby, &raw).map(|(hash, _)| hash)
     }
 
     /// Copies the running job's bytes into `raw` and returns its queue and whether its key went
@@ -306,33 +392,31 @@ fn holds_key(top: &Top, key_released: bool) -> bool {
     top.idempotency_key && !key_released && !top.duplicate_of
 }
 
-/// The class the last job of a `run` call was cleared as, with its name's bytes.
+/// The class the last job of a `run` call was cleared as, with its name's bytes; and whether a job
+/// of the call missed the path that runs it without building its Hash.
 #[derive(Default)]
 struct LastClass {
     name: Vec<u8>,
     class: Option<Class>,
+    lean_missed: bool,
 }
 
 impl LastClass {
-    /// The job's class, when the processor clears it to run here: the last one again when the
-    /// name is the same, else looked up.
+    /// The class named `name`, when the processor clears it to run here: the last one again when
+    /// the name is the same, else looked up. `name` is read before any Ruby code runs.
     fn class_of(
         &mut self,
         ruby: &Ruby,
         classes: RHash,
-        top: &Top,
+        name: &[u8],
         processor: Value,
     ) -> Option<Class> {
-        let name = RString::from_value(top.class)?;
-        // SAFETY: the job's class String, read before any Ruby code runs.
-        let bytes = unsafe { name.as_slice() };
-        if let Some(class) = self.class.filter(|_| self.name == bytes) {
+        if let Some(class) = self.class.filter(|_| self.name == name) {
             return Some(class);
         }
-        let class = class_of(ruby, classes, name, processor)?;
-        self.name.clear();
-        // SAFETY: as above; `class_of` may have run Ruby code (`native_class`), so read again.
-        self.name.extend_from_slice(unsafe { name.as_slice() });
+        let name = name.to_vec();
+        let class = class_of(ruby, classes, utf8_string(ruby, &name), processor)?;
+        self.name = name;
         self.class = Some(class);
         Some(class)
     }
@@ -392,7 +476,7 @@ impl Fetcher {
         &self,
         ruby: &Ruby,
         class: &Class,
-        job: Value,
+        context: Value,
         top: &Top,
         args: RArray,
         processor: Value,
@@ -426,7 +510,7 @@ impl Fetcher {
                 return Ok(());
             }
         }
-        run_job(ruby, worker, job, args, bid)
+        run_job(ruby, worker, context, args, bid)
     }
 
     /// Whether the batch is valid: from the last second's answer, or one round trip with the GVL
@@ -488,13 +572,14 @@ fn make_worker(
     Ok(unsafe { Value::from_raw(worker) })
 }
 
-/// The job as the thread's log context (and no worker context), the running batch when it has one,
-/// `perform(*args)`; then the thread's locals as they were. Two protected calls: one to set the
-/// locals and run, one to put them back whatever `perform` did.
+/// `log` as the thread's log context (the job's Hash, or the fetcher that builds it when asked)
+/// and no worker context, the running batch when it has one, `perform(*args)`; then the thread's
+/// locals as they were. Two protected calls: one to set the locals and run, one to put them back
+/// whatever `perform` did.
 fn run_job(
     ruby: &Ruby,
     worker: Value,
-    job: Value,
+    log_context: Value,
     args: RArray,
     bid: Option<RString>,
 ) -> Result<(), Error> {
@@ -505,7 +590,7 @@ fn run_job(
         Some(_) => Some(thread.local_aref(*BATCH_RUNNING)?),
         None => None,
     };
-    let (thread, worker, job) = (thread.as_raw(), worker.as_raw(), job.as_raw());
+    let (thread, worker, job) = (thread.as_raw(), worker.as_raw(), log_context.as_raw());
     let [log, context, batch, perform] = [&LOG_CONTEXT, &WORKER_CONTEXT, &BATCH_RUNNING, &PERFORM]
         .map(|id| (*id).into_id_with(ruby).as_raw());
     let had_context = !context_before.is_nil();
