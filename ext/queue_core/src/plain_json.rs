@@ -28,6 +28,10 @@ const MAX_FLOAT_DIGITS: usize = 17;
 /// What the reader's values are built into: a Ruby Hash in the binding, `serde_json` in the tests.
 pub trait Build {
     type Value: Copy;
+    /// Whether the values handed over are used. A builder that uses none is handed a number only
+    /// once the reader knows it would accept it, without working out its value where that does not
+    /// decide it.
+    const USES_VALUES: bool = true;
     fn null(&mut self) -> Self::Value;
     fn boolean(&mut self, value: bool) -> Self::Value;
     fn integer(&mut self, value: i64) -> Self::Value;
@@ -57,6 +61,7 @@ struct Skip;
 
 impl Build for Skip {
     type Value = ();
+    const USES_VALUES: bool = false;
     fn null(&mut self) {}
     fn boolean(&mut self, _: bool) {}
     fn integer(&mut self, _: i64) {}
@@ -273,7 +278,8 @@ impl<'a> Reader<'a> {
             frac_digits = &self.s[from..self.i];
             float = true;
         }
-        if let Some(b'e' | b'E') = self.peek() {
+        let exponent = matches!(self.peek(), Some(b'e' | b'E'));
+        if exponent {
             self.i += 1;
             if let Some(b'+' | b'-') = self.peek() {
                 self.i += 1;
@@ -289,16 +295,24 @@ impl<'a> Reader<'a> {
         if let Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') = self.peek() {
             return None;
         }
+        if !B::USES_VALUES && self.i - start < UNWEIGHED_NUMBER_MAX {
+            // Accepted whatever its value: an integer of fewer than 19 digits fits an i64, and a
+            // decimal without an exponent, of at most 17 significant digits and under 300 bytes,
+            // is zero or lies between 1e-300 and 1e17, a normal double (checked below).
+            if !float && int_digits.len() < 19 {
+                return Some(build.integer(0));
+            }
+            if float && !exponent && significant_digits(int_digits, frac_digits) <= MAX_FLOAT_DIGITS
+            {
+                return Some(build.float(0.0));
+            }
+        }
         // ASCII: every byte was matched above.
         let text = std::str::from_utf8(&self.s[start..self.i]).ok()?;
         if !float {
             return text.parse::<i64>().ok().map(|n| build.integer(n));
         }
-        let significant = int_digits
-            .iter()
-            .chain(frac_digits)
-            .skip_while(|&&b| b == b'0')
-            .count();
+        let significant = significant_digits(int_digits, frac_digits);
         if significant > MAX_FLOAT_DIGITS {
             return None;
         }
@@ -317,6 +331,19 @@ impl<'a> Reader<'a> {
         }
     }
 }
+
+/// A number's digits from its first one that is not zero.
+fn significant_digits(int_digits: &[u8], frac_digits: &[u8]) -> usize {
+    int_digits
+        .iter()
+        .chain(frac_digits)
+        .skip_while(|&&b| b == b'0')
+        .count()
+}
+
+/// A number written in fewer bytes than this is accepted by its digits alone where it has no
+/// exponent ([`Build::USES_VALUES`]).
+const UNWEIGHED_NUMBER_MAX: usize = 300;
 
 /// A string read: from the input, or unescaped into the reader's scratch buffer.
 enum Text<'a, 'r> {

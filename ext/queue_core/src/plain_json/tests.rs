@@ -309,3 +309,78 @@ fn a_value_not_wanted_is_read_and_checked_but_not_built() {
         assert_eq!(read(declined), None, "{declined}");
     }
 }
+
+#[test]
+fn a_number_not_built_is_accepted_exactly_where_a_built_one_is() {
+    let mut numbers: Vec<String> = [
+        "0",
+        "-0",
+        "0.0",
+        "-0.0",
+        "1",
+        "-1",
+        "01",
+        "1.",
+        ".5",
+        "1.5e",
+        "1e5",
+        "1E-5",
+        "-1.5e+5",
+        "999999999999999999",
+        "-999999999999999999",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "12345678901234567890",
+        "1.2345678901234567",
+        "1.23456789012345678",
+        "0.00000000000000000012345678901234567",
+        "1764294000.1234567",
+        "1e400",
+        "1e-400",
+        "4.9e-324",
+        "2.2250738585072014e-308",
+        "1.7976931348623157e308",
+        "1.7976931348623159e308",
+    ]
+    .iter()
+    .map(|n| n.to_string())
+    .collect();
+    // Tiny decimals without an exponent: normal down to ~2.2e-308, then subnormal (declined).
+    for zeros in [290, 297, 298, 299, 300, 305, 306, 307, 308, 320] {
+        numbers.push(format!("0.{}1", "0".repeat(zeros)));
+        numbers.push(format!("-0.{}123", "0".repeat(zeros)));
+        numbers.push(format!("0.{}", "0".repeat(zeros)));
+    }
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    for _ in 0..20_000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let digits: String = (0..1 + seed % 22)
+            .map(|i| char::from(b'0' + ((seed >> (i % 60)) % 10) as u8))
+            .collect();
+        let point = (seed >> 8) as usize % (digits.len() + 1);
+        let mut number = format!("{}.{}", &digits[..point], &digits[point..]);
+        number = number.trim_start_matches('0').to_owned();
+        if number.starts_with('.') {
+            number.insert(0, '0');
+        }
+        if number.ends_with('.') {
+            number.push('0');
+        }
+        if seed % 3 == 0 {
+            number.push_str(&format!("e{}", (seed >> 20) as i64 % 640 - 320));
+        }
+        if seed % 5 == 0 {
+            number = number.split('.').next().unwrap_or("0").to_owned();
+        }
+        numbers.push(number);
+    }
+    for number in numbers {
+        let raw = format!(r#"{{"b":{number},"a":1}}"#);
+        let built = read(&raw).is_some();
+        let skipped = parse(raw.as_bytes(), &mut Picky::default()).is_some();
+        assert_eq!(skipped, built, "{number}");
+    }
+}
