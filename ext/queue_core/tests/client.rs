@@ -240,17 +240,8 @@ fn push_new_sync_on_the_shared_handle_queues_drops_and_marks() {
     let marked = client::push_new_sync(&mut conn, "default", prefix, b"[7]", Some(&marking))
         .expect("marked");
     assert_eq!(dropped, client::Pushed::Dropped);
-    let jids: Vec<String> = [&plain, &first, &marked]
-        .iter()
-        .map(|p| match p {
-            client::Pushed::Queued(jid) => jid.clone(),
-            other => panic!("not queued: {other:?}"),
-        })
-        .collect();
-    let queued: Vec<serde_json::Value> = queue_in_run_order(&mut c, "queue:default")
-        .iter()
-        .map(|raw| serde_json::from_slice(raw).expect("json"))
-        .collect();
+    let jids = queued_jids(&[&plain, &first, &marked]);
+    let queued = queued_jobs(&mut c, "queue:default");
     assert_eq!(
         queued
             .iter()
@@ -267,6 +258,25 @@ fn push_new_sync_on_the_shared_handle_queues_drops_and_marks() {
     assert_eq!(queued[2]["idempotency_key"], key.as_str());
     assert_eq!(queued[2]["duplicate-of"], jids[1].as_str());
     assert_eq!(smembers(&mut c, "queues"), vec!["default"]);
+}
+
+/// The jids of pushes that must all have been queued.
+fn queued_jids(pushed: &[&client::Pushed]) -> Vec<String> {
+    pushed
+        .iter()
+        .map(|p| match p {
+            client::Pushed::Queued(jid) => jid.clone(),
+            other => panic!("not queued: {other:?}"),
+        })
+        .collect()
+}
+
+/// The jobs in `list`, in the order they run, parsed.
+fn queued_jobs(c: &mut redis::Connection, list: &str) -> Vec<serde_json::Value> {
+    queue_in_run_order(c, list)
+        .iter()
+        .map(|raw| serde_json::from_slice(raw).expect("json"))
+        .collect()
 }
 
 /// A template's kept bytes (`OnePush`) push, drop and hand a mark to the general script exactly as
@@ -300,17 +310,8 @@ fn push_new_with_the_templates_kept_bytes_queues_drops_and_marks() {
         .expect("OnePush for another namespace");
     let other = push(&mut conn, b"[8]", &opts, Some(&foreign));
 
-    let jids: Vec<String> = [&first, &marked, &other]
-        .iter()
-        .map(|p| match p {
-            client::Pushed::Queued(jid) => jid.clone(),
-            other => panic!("not queued: {other:?}"),
-        })
-        .collect();
-    let queued: Vec<serde_json::Value> = queue_in_run_order(&mut c, "resque:gitlab:queue:default")
-        .iter()
-        .map(|raw| serde_json::from_slice(raw).expect("json"))
-        .collect();
+    let jids = queued_jids(&[&first, &marked, &other]);
+    let queued = queued_jobs(&mut c, "resque:gitlab:queue:default");
     let key = |args: &[u8]| {
         format!(
             "resque:gitlab:duplicate:default:{}",
