@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{parse, Build, MAX_NESTING};
+use super::{parse, plain_byte, plain_run, Build, MAX_NESTING};
 
 /// Builds `serde_json` values in an arena (the trait's values are `Copy` handles).
 #[derive(Default)]
@@ -383,4 +383,29 @@ fn a_number_not_built_is_accepted_exactly_where_a_built_one_is() {
         let skipped = parse(raw.as_bytes(), &mut Picky::default()).is_some();
         assert_eq!(skipped, built, "{number}");
     }
+}
+
+#[test]
+fn the_plain_run_stops_at_the_first_byte_a_string_cannot_pass_over() {
+    // Every byte value at every place of the first two words and the tail, after plain bytes and
+    // after bytes that borrow ("\x00", "\x1f") or carry the high bit, against the byte-by-byte rule.
+    let fillers: [&[u8]; 4] = [
+        b"abcdefghijklmnopqrstuvwx",
+        b"\x7f !~#[]{}\x7f !~#[]{}\x7f !~#",
+        b"a\x00b\x1fc\x80d\xffefghijklmnopqrs",
+        b"\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\",
+    ];
+    for filler in fillers {
+        for len in 0..=filler.len() {
+            for at in 0..len {
+                for byte in 0..=255u8 {
+                    let mut bytes = filler[..len].to_vec();
+                    bytes[at] = byte;
+                    let expected = bytes.iter().take_while(|&&b| plain_byte(b)).count();
+                    assert_eq!(plain_run(&bytes), expected, "{bytes:?}");
+                }
+            }
+        }
+    }
+    assert_eq!(plain_run(b""), 0);
 }
