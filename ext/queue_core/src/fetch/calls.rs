@@ -95,11 +95,36 @@ pub fn fetched_units(
 /// reply (the fetcher's connection switches replies off: `link/reply_mode.rs`), so the fetcher writes
 /// it and goes on without waiting. Redis runs it before anything the fetcher sends later on the same
 /// connection.
-/// Appended to `out` (`resp.rs`), the fetcher's kept packet buffer: built once per job.
-pub fn ack_command(out: &mut Vec<u8>, unit: &Unit) {
-    let args: [&[u8]; 4] = [b"LREM", unit.working.as_bytes(), b"-1", &unit.raw];
-    out.reserve(crate::resp::size(&args));
-    crate::resp::command(out, &args);
+/// Appended to `out` (`resp.rs`), the fetcher's kept packet buffer: the command's bytes up to the job
+/// are kept in `head` for the working list they name, so a job's ack writes only its own.
+pub fn ack_command(out: &mut Vec<u8>, head: &mut AckHead, unit: &Unit) {
+    out.reserve(unit.working.len() + crate::resp::bulk_len(unit.raw.len()) + 40);
+    out.extend_from_slice(head.of(&unit.working));
+    crate::resp::bulk(out, &[&unit.raw]);
+}
+
+/// The bytes of an ack before its job (`*4`, `LREM`, the working list, `-1`), for the working list
+/// of the last ack: a fetcher's jobs come from a few lists, most often one.
+#[derive(Debug, Default)]
+pub struct AckHead {
+    working: String,
+    bytes: Vec<u8>,
+}
+
+impl AckHead {
+    /// The head for `working`, made again when the list changed.
+    pub fn of(&mut self, working: &str) -> &[u8] {
+        if self.bytes.is_empty() || self.working != working {
+            self.working.clear();
+            self.working.push_str(working);
+            self.bytes.clear();
+            crate::resp::array(&mut self.bytes, 4);
+            crate::resp::bulk(&mut self.bytes, &[b"LREM"]);
+            crate::resp::bulk(&mut self.bytes, &[working.as_bytes()]);
+            crate::resp::bulk(&mut self.bytes, &[b"-1"]);
+        }
+        &self.bytes
+    }
 }
 
 /// What became of a fetch call whose reply was lost.
@@ -240,12 +265,39 @@ mod tests {
             "jq:working:h:1:x:t1:default".into(),
         );
         let mut packet = b"kept".to_vec();
-        ack_command(&mut packet, &unit);
+        let mut head = AckHead::default();
+        ack_command(&mut packet, &mut head, &unit);
         let text = String::from_utf8(packet.split_off(4)).expect("utf-8");
         assert_eq!(
             text,
             "*4\r\n$4\r\nLREM\r\n$27\r\njq:working:h:1:x:t1:default\r\n$2\r\n-1\r\n$11\r\n{\"jid\":\"a\"}\r\n"
         );
+    }
+
+    #[test]
+    fn a_kept_head_follows_the_working_list_of_each_ack() {
+        let lists = [
+            "jq:working:h:1:x:t1:default",
+            "jq:working:h:1:x:t1:low",
+            "w",
+        ];
+        let mut head = AckHead::default();
+        for (n, working) in lists.iter().cycle().take(7).enumerate() {
+            let unit = Unit::new(
+                0,
+                "q".into(),
+                format!("{{\"n\":{n}}}").into_bytes(),
+                (*working).into(),
+            );
+            let mut kept = Vec::new();
+            ack_command(&mut kept, &mut head, &unit);
+            let mut general = Vec::new();
+            crate::resp::command(
+                &mut general,
+                &[b"LREM", working.as_bytes(), b"-1", &unit.raw],
+            );
+            assert_eq!(kept, general, "ack {n}");
+        }
     }
 
     #[test]

@@ -108,6 +108,8 @@ pub struct Fetcher {
     closed: bool,
     /// The success record's command up to the jid, for the batch whose job this fetcher acked last.
     ok_prefix: OkPrefix,
+    /// The bytes an ack starts with ([`calls::AckHead`]).
+    ack_head: calls::AckHead,
 }
 
 /// Bytes of a kept write buffer (`unconfirmed`, `packet`) kept for the next writes; past it (a big
@@ -171,6 +173,7 @@ impl Fetcher {
             tid: tid.to_owned(),
             closed: false,
             ok_prefix: OkPrefix::default(),
+            ack_head: calls::AckHead::default(),
         })
     }
 
@@ -427,7 +430,7 @@ impl Fetcher {
             }
             None if in_batch => {}
             None => {
-                calls::ack_command(&mut packet, &unit);
+                calls::ack_command(&mut packet, &mut self.ack_head, &unit);
                 self.write_unreplied(&packet, Due::WithNextCall);
             }
         }
