@@ -26,9 +26,16 @@ module JobQueue
     # A job class and what the processor asks of it for every job, asked once: whether its workers
     # take a `jid`, the processor (`_context`) and a `bid`, and whether it has the limits DSL (whether
     # it has limits is asked per job: a class may declare them after its first job ran).
-    ClassInfo = Struct.new(:klass, :jid, :context, :limits, :bid) do
+    ClassInfo = Struct.new(:klass, :jid, :context, :limits, :bid, :plain_new) do
       def self.of(klass)
-        new(klass, setter(klass, :jid=), setter(klass, :_context=), klass.respond_to?(:queue_limits), setter(klass, :bid=))
+        new(klass, setter(klass, :jid=), setter(klass, :_context=), klass.respond_to?(:queue_limits), setter(klass, :bid=),
+          plain_new?(klass))
+      end
+
+      # Whether `klass.new` only allocates: Class's own `new` and BasicObject's empty `initialize`.
+      # The engine then allocates the worker without the two method calls.
+      def self.plain_new?(klass)
+        klass.is_a?(Class) && klass.method(:new).owner == Class && klass.instance_method(:initialize).owner == BasicObject
       end
 
       # How a worker of `klass` takes `name`: false (it does not), :ivar (Worker's own accessor,
@@ -144,7 +151,7 @@ module JobQueue
     end
 
     # Whether the engine may run jobs of class `name` itself: `[klass, takes_jid, takes_context,
-    # takes_bid, limits, dedup]`, or false when they need #process (limits with a key or a lambda).
+    # takes_bid, limits, dedup, plain_new]`, or false when they need #process (limits with a key or a lambda).
     # `limits` (nil for none) is what the engine checks against the process's leases; a job they do
     # not cover takes #process. `dedup` is how a job holding its idempotency key releases it (as
     # #deduplicated asks). Asked by the engine once per class and thread; an unknown class raises,
@@ -156,7 +163,7 @@ module JobQueue
       leasable = spec && Limits.leasable(klass, spec)
       return @native_classes[name] = false if spec && !leasable
 
-      @native_classes[name] = [klass, info.jid, info.context, info.bid, leasable, release_options(klass)].freeze
+      @native_classes[name] = [klass, info.jid, info.context, info.bid, leasable, release_options(klass), info.plain_new].freeze
     end
 
     # What `Fetcher#run` handed back: a job for #process, or a job of its own that raised.

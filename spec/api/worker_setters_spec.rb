@@ -36,3 +36,28 @@ RSpec.describe "a worker's jid and bid setters" do
     ])
   end
 end
+
+# The worker itself: allocated by the engine when `new` would do nothing more, else made by `new`.
+RSpec.describe "a worker made for a job" do
+  let(:redis) { TestRedis.client }
+
+  it "is allocated only where new and initialize are the stock ones" do
+    plain_new = JobQueue::Processor::ClassInfo.method(:plain_new?)
+    expect(plain_new.(PlainJob)).to be(true)
+    expect(plain_new.(InitializeJob)).to be(false)
+    expect(plain_new.(CustomNewJob)).to be(false)
+    expect(plain_new.(Module.new)).to be(false)
+  end
+
+  it "runs a class's own initialize and new, and an allocated one has only what new would give it" do
+    jids = %w[init new plain].zip([InitializeJob, CustomNewJob, PlainJob]).to_h { |label, klass| [label, klass.perform_async(label)] }
+    start_server(app: "worker_setters.rb", args: ["-c", "1"])
+    wait_until("every job") { redis.llen("made") == 3 }
+    made = redis.lrange("made", 0, -1).map { |j| JSON.parse(j) }.sort
+    expect(made).to eq([
+      ["init", "initialize", jids["init"]],
+      ["new", "new", jids["new"]],
+      ["plain", %w[@_context @jid], jids["plain"]]
+    ])
+  end
+end

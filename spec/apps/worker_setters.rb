@@ -28,3 +28,37 @@ class OwnSettersJob
     Record.redis.rpush("seen", JSON.generate([label, jid, bid, @bid_calls]))
   end
 end
+
+# Workers made otherwise than by a bare allocation: the engine calls their `initialize` or `new`.
+class InitializeJob
+  include JobQueue::Worker
+
+  def initialize
+    super
+    @made = "initialize"
+  end
+
+  def perform(label)
+    Record.redis.rpush("made", JSON.generate([label, @made, jid]))
+  end
+end
+
+class CustomNewJob
+  include JobQueue::Worker
+
+  def self.new(*)
+    super.tap { |worker| worker.instance_variable_set(:@made, "new") }
+  end
+
+  def perform(label)
+    Record.redis.rpush("made", JSON.generate([label, @made, jid]))
+  end
+end
+
+class PlainJob
+  include JobQueue::Worker
+
+  def perform(label)
+    Record.redis.rpush("made", JSON.generate([label, instance_variables.sort, jid]))
+  end
+end

@@ -108,7 +108,7 @@ impl Setter {
 }
 
 /// A job class cleared to run here, as `Processor#native_class` answers: `[klass, takes_jid,
-/// takes_context, takes_bid, limits]`.
+/// takes_context, takes_bid, limits, dedup, plain_new]`.
 #[derive(Clone, Copy)]
 struct Class {
     klass: Value,
@@ -121,6 +121,8 @@ struct Class {
     /// Its limits when it has any: `[concurrency key or nil, limit, rate key or nil]` (unkeyed,
     /// constant: `Limits.leasable`). A job runs here only when the process's leases cover them.
     limits: Option<RArray>,
+    /// Its `new` only allocates (`ClassInfo.plain_new?`): a worker is allocated, not made by calls.
+    plain_new: bool,
 }
 
 impl Fetcher {
@@ -444,6 +446,7 @@ fn class_of(ruby: &Ruby, classes: RHash, name: RString, processor: Value) -> Opt
                 options.entry::<Value>(2).ok()?.to_bool(),
             )
         },
+        plain_new: answer.entry::<Value>(6).ok()?.to_bool(),
     })
 }
 
@@ -532,8 +535,9 @@ impl Fetcher {
     }
 }
 
-/// `klass.new`, then `jid=`, `_context=` and `bid=` as the class takes them: one protected call for
-/// the lot (each `funcall` would be a `rb_protect` of its own).
+/// `klass.new` (an allocation when that is all it does), then `jid=`, `_context=` and `bid=` as the
+/// class takes them: one protected call for the lot (each `funcall` would be a `rb_protect` of its
+/// own).
 fn make_worker(
     ruby: &Ruby,
     class: &Class,
@@ -554,12 +558,18 @@ fn make_worker(
     .map(|id| (*id).into_id_with(ruby).as_raw());
     let bid = bid.map(|b| b.as_value().as_raw());
     let (takes_jid, takes_context, takes_bid) = (class.jid, class.context, class.bid);
+    let plain_new = class.plain_new;
     let worker = magnus::rb_sys::protect(|| {
         // SAFETY: plain method calls with the GVL held, under `rb_protect`; every argument is
         // held by the caller's frame (the class by the processor's cache, the rest by the job's
         // Hash), and `worker` by this frame for the conservative scan.
         unsafe {
-            let worker = rb_sys::rb_funcallv(klass, new, 0, std::ptr::null());
+            let worker = if plain_new {
+                // What `Class#new` does before calling an `initialize` that does nothing.
+                rb_sys::rb_obj_alloc(klass)
+            } else {
+                rb_sys::rb_funcallv(klass, new, 0, std::ptr::null())
+            };
             takes_jid.set(worker, (jid_set, jid_ivar), jid);
             takes_context.set(worker, (context_set, context_ivar), processor);
             if let Some(bid) = bid {
