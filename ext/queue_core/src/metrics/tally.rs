@@ -6,8 +6,8 @@
 //! over its bytes, without parsing it (`wrapped` when present, as ActiveJob jobs carry the real class
 //! there, else `class`).
 
+use rustc_hash::FxHashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -72,10 +72,11 @@ impl Series {
     }
 }
 
-/// Series by queue index, then class.
+/// Series by queue index, then class (hashed with `FxHash`: every job looks its class up, with the
+/// GVL held, and the names are the app's own classes, not input chosen to collide).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Tally {
-    queues: Vec<HashMap<String, Series>>,
+    queues: Vec<FxHashMap<String, Series>>,
     /// Also count for Sidekiq's Metrics page (each job then reads the clock once).
     sidekiq: bool,
 }
@@ -128,7 +129,7 @@ impl Tally {
         minute: Option<i64>,
     ) {
         if self.queues.len() <= index {
-            self.queues.resize_with(index + 1, HashMap::new);
+            self.queues.resize_with(index + 1, FxHashMap::default);
         }
         let classes = &mut self.queues[index];
         match classes.get_mut(class) {
@@ -175,7 +176,7 @@ impl Tally {
 
     fn entry(&mut self, index: usize, class: &str) -> &mut Series {
         if self.queues.len() <= index {
-            self.queues.resize_with(index + 1, HashMap::new);
+            self.queues.resize_with(index + 1, FxHashMap::default);
         }
         self.queues[index].entry(class.to_owned()).or_default()
     }
