@@ -76,16 +76,21 @@ impl<'a> Iterator for TopLevel<'a> {
     }
 }
 
-/// Where the string whose contents start at `from` ends (its closing quote). Jumps from one quote
-/// or backslash to the next (`memchr2`): a job's bytes are mostly strings, and this runs for every
-/// job (the metrics' class, batch membership, job lines).
+/// Where the string whose contents start at `from` ends (its closing quote). Passes over a plain
+/// run a word at a time, then jumps from one quote or backslash to the next (`memchr2`): a job's
+/// bytes are mostly strings, and this runs for every job (the metrics' class, batch membership, job
+/// lines).
 pub(crate) fn string_end(raw: &[u8], from: usize) -> Option<usize> {
     string_end_escaped(raw, from).map(|(end, _)| end)
 }
 
 /// [`string_end`], and whether the string holds an escape.
 fn string_end_escaped(raw: &[u8], from: usize) -> Option<(usize, bool)> {
-    let mut i = from;
+    // Most strings are plain ASCII to their quote (`plain_json::plain_run`, a word at a time).
+    let mut i = from + crate::plain_json::plain_run(raw.get(from..)?);
+    if raw.get(i) == Some(&b'"') {
+        return Some((i, false));
+    }
     let mut escaped = false;
     while let Some(found) = raw
         .get(i..)

@@ -345,7 +345,7 @@ impl<'a> Reader<'a> {
 /// the two (`has_zero` of the byte XORed with it), is below 0x20 (the subtraction borrows from a
 /// byte whose high bit is clear) or has its high bit set. Borrows only carry upwards, so the
 /// lowest flagged byte is the first that ends the run.
-fn plain_run(bytes: &[u8]) -> usize {
+pub(crate) fn plain_run(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |x: u64| x.wrapping_sub(ONES) & !x;

@@ -7,6 +7,7 @@ mod support;
 
 use queue_core::batch::settle::OkPrefix;
 use queue_core::batch::{push, store, Member};
+use queue_core::fetch::calls::AckHead;
 use queue_core::fetch::Unit;
 use queue_core::link::blocking::SyncConn;
 use queue_core::scripts;
@@ -38,6 +39,7 @@ fn ack_twice(c: &mut redis::Connection, redis: &queue_core::Redis, unit: &Unit) 
         unit,
         true,
         &mut OkPrefix::default(),
+        &mut AckHead::default(),
     );
     let commands = member.ack_commands(true);
     for _ in 0..2 {

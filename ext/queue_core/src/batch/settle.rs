@@ -5,6 +5,7 @@
 use redis::ScriptInvocation;
 
 use crate::clock::{float_string, now_f64};
+use crate::fetch::calls::AckHead;
 use crate::fetch::Unit;
 use crate::keys::Keys;
 use crate::retry::{Failure, Fate};
@@ -37,6 +38,7 @@ impl Member {
         unit: &Unit,
         mark: bool,
         prefix: &mut OkPrefix,
+        head: &mut AckHead,
     ) {
         out.reserve(unit.raw.len() + unit.working.len() + 160);
         let mut markers: Vec<Vec<u8>> = Vec::new();
@@ -60,7 +62,7 @@ impl Member {
             lpush.extend(markers.iter().map(Vec::as_slice));
             crate::resp::command(out, &lpush);
         }
-        crate::resp::command(out, &[b"LREM", unit.working.as_bytes(), b"-1", &unit.raw]);
+        crate::fetch::calls::ack_command(out, head, unit);
     }
 
     /// How many commands [`Member::ack_packet`] writes (for a reader of their replies).
@@ -230,7 +232,14 @@ mod tests {
         for member in [&plain, &retried, &other, &callback, &plain] {
             for mark in [true, false] {
                 let mut packet = Vec::new();
-                member.ack_packet(&mut packet, &keys, &unit, mark, &mut prefix);
+                member.ack_packet(
+                    &mut packet,
+                    &keys,
+                    &unit,
+                    mark,
+                    &mut prefix,
+                    &mut AckHead::default(),
+                );
                 assert_eq!(packet, crates_packet(member, &keys, &unit, mark));
             }
         }
@@ -247,7 +256,14 @@ mod tests {
         assert_eq!(mark_packet(&keys, "b1"), pipe.get_packed_pipeline());
         let both = Member::new("b1", "j1", "success:b0", false);
         let mut packet = Vec::new();
-        both.ack_packet(&mut packet, &keys, &unit, true, &mut prefix);
+        both.ack_packet(
+            &mut packet,
+            &keys,
+            &unit,
+            true,
+            &mut prefix,
+            &mut AckHead::default(),
+        );
         assert_eq!(packet, crates_packet(&both, &keys, &unit, true));
         assert_eq!(both.ack_commands(true), 4);
     }

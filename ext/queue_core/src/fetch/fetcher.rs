@@ -413,7 +413,14 @@ impl Fetcher {
             Some(member) => {
                 let mark = self.settle_mark(&member);
                 let keys = self.shared.redis.keys();
-                member.ack_packet(&mut packet, keys, &unit, mark, &mut self.ok_prefix);
+                member.ack_packet(
+                    &mut packet,
+                    keys,
+                    &unit,
+                    mark,
+                    &mut self.ok_prefix,
+                    &mut self.ack_head,
+                );
                 self.write_unreplied(&packet, Due::WithNextCall);
                 crate::batch::checker::wake();
                 true
