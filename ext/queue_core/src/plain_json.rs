@@ -377,13 +377,13 @@ fn plain_byte(b: u8) -> bool {
     (0x20..0x80).contains(&b) && b != b'"' && b != b'\\'
 }
 
-/// A number's digits from its first one that is not zero.
+/// A number's digits from its first one that is not zero. JSON writes no leading zero before
+/// another digit, so only an integer part of `0` can have any.
 fn significant_digits(int_digits: &[u8], frac_digits: &[u8]) -> usize {
-    int_digits
-        .iter()
-        .chain(frac_digits)
-        .skip_while(|&&b| b == b'0')
-        .count()
+    if int_digits != b"0" {
+        return int_digits.len() + frac_digits.len();
+    }
+    frac_digits.iter().skip_while(|&&b| b == b'0').count()
 }
 
 /// A number written in fewer bytes than this is accepted by its digits alone where it has no

@@ -203,7 +203,7 @@ impl Fetcher {
                     drop(raw);
                     let failed =
                         self.run_here(ruby, &class, None, fetcher, &top, args, processor)?;
-                    let counted = (!top.wrapped).then(|| std::str::from_utf8(&last.name).ok());
+                    let counted = (!top.wrapped).then_some(last.text.as_deref());
                     return self.ran(failed, processor, counted.flatten());
                 }
                 // Not for this path: the rest of the call's jobs build their Hash at once.
@@ -399,6 +399,8 @@ fn holds_key(top: &Top, key_released: bool) -> bool {
 #[derive(Default)]
 struct LastClass {
     name: Vec<u8>,
+    /// `name` as text when it is UTF-8 (what the metrics count the job under), checked once.
+    text: Option<String>,
     class: Option<Class>,
     lean_missed: bool,
 }
@@ -418,6 +420,7 @@ impl LastClass {
         }
         let name = name.to_vec();
         let class = class_of(ruby, classes, utf8_string(ruby, &name), processor)?;
+        self.text = std::str::from_utf8(&name).ok().map(str::to_owned);
         self.name = name;
         self.class = Some(class);
         Some(class)
