@@ -93,6 +93,9 @@ RSpec.describe "the job Hash the engine builds" do
       job.merge("args" => ["ünïcødé ✓", "日本語", "emoji 🎉", "tab\t nl\n cr\r ff\f bs\b slash/ back\\ quote\""]),
       job.merge("args" => [0, -0, 9_223_372_036_854_775_807, -9_223_372_036_854_775_808, 0.0, -0.0, 1.0e-300, 1.5e300, 0.1]),
       job.merge("class" => "HardWorker", "class_again" => "x"),
+      # Read fields holding objects with the read keys in them: each is read alone, as deep as it was.
+      job.merge("bid" => {"jid" => "inner", "args" => [9], "class" => "Inner", "wrapped" => "W"},
+        "idempotency_key" => {"bid" => "b", "idempotency_key" => nil, "meta.x" => 1}),
       # Every key the engine keeps interned (job_hash.rs KNOWN_KEYS), each with a value of its own.
       %w[class args retry queue jid created_at enqueued_at bid wrapped retry_count retried_at failed_at
         error_message error_class backtrace tags at job_class job_id provider_job_id queue_name arguments

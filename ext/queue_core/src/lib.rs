@@ -29,6 +29,7 @@ pub mod iterable;
 pub mod job;
 mod job_json;
 pub mod job_lines;
+pub mod job_outline;
 pub mod keys;
 pub mod limits;
 pub mod link;

@@ -76,6 +76,13 @@ impl Build for Skip {
 /// The value `raw` holds, built with `build`; `None` when it is not in the subset above (the builder
 /// may have been given part of it).
 pub fn parse<B: Build>(raw: &[u8], build: &mut B) -> Option<B::Value> {
+    parse_at(raw, 0, build)
+}
+
+/// The value `raw` holds, read as the value of a key in an object at `depth` (1: the outermost
+/// object's), so that the containers in it are at `depth + 1` and beyond, as they were in the whole.
+/// What [`Build::skipped`] pointed at, built later on its own; it is accepted as it was then.
+pub fn parse_at<B: Build>(raw: &[u8], depth: usize, build: &mut B) -> Option<B::Value> {
     // UTF-8 is checked where it can occur: outside strings the reader takes only ASCII.
     let mut reader = Reader {
         s: raw,
@@ -83,7 +90,7 @@ pub fn parse<B: Build>(raw: &[u8], build: &mut B) -> Option<B::Value> {
         scratch: Vec::new(),
     };
     reader.skip_space();
-    let value = reader.value(build, 0)?;
+    let value = reader.value(build, depth)?;
     reader.skip_space();
     (reader.i == raw.len()).then_some(value)
 }

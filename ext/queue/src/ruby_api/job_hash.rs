@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{prelude::*, Ruby, Value};
+use queue_core::job_outline::Outline;
 use queue_core::plain_json::{self, Build};
 use rb_sys::VALUE;
 
@@ -57,9 +58,10 @@ pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
 
 /// What the binding needs of a job it runs itself, read from its JSON without building the job's
 /// Hash: `args`, `jid`, `bid` and `idempotency_key` built as the Hash would hold them (the other
-/// [`Top`] fields noted by their keys; `class` left nil), and where the class name lies. The
-/// reader's checks are the same, so [`build`] accepts every JSON this accepts; the Hash is built
-/// from the same bytes only if something asks for it (a log line's context, a failure).
+/// [`Top`] fields noted by their keys; `class` left nil), and where the class name lies. The JSON
+/// was checked whole as it was fetched ([`Outline`], with the GVL released): only those four values
+/// are read here, each from its own bytes, so [`build`] accepts every JSON this accepts; the Hash is
+/// built from the same bytes only if something asks for it (a log line's context, a failure).
 pub struct Lean {
     pub top: Top,
     /// The last `class` value, as written (quotes included).
@@ -75,100 +77,35 @@ impl Lean {
     }
 }
 
-/// The job's [`Lean`] reading; `None` where [`build`] answers `None`.
-pub fn lean(ruby: &Ruby, raw: &[u8]) -> Option<Lean> {
-    let mut builder = LeanBuild {
-        inner: RubyBuild::new(ruby),
-        class: None,
-        object: false,
-    };
-    plain_json::parse(raw, &mut builder)?;
-    builder.object.then_some(Lean {
-        top: builder.inner.top,
-        class: builder.class,
-    })
-}
-
-/// Builds what [`Lean`] holds: the outermost object's wanted values through [`RubyBuild`], and
-/// nothing for the object itself.
-struct LeanBuild {
-    inner: RubyBuild,
-    class: Option<std::ops::Range<usize>>,
-    /// The outermost value is an object.
-    object: bool,
-}
-
-impl Build for LeanBuild {
-    type Value = VALUE;
-
-    fn null(&mut self) -> VALUE {
-        self.inner.null()
-    }
-
-    fn boolean(&mut self, value: bool) -> VALUE {
-        self.inner.boolean(value)
-    }
-
-    fn integer(&mut self, value: i64) -> VALUE {
-        self.inner.integer(value)
-    }
-
-    fn float(&mut self, value: f64) -> VALUE {
-        self.inner.float(value)
-    }
-
-    fn string(&mut self, value: &[u8]) -> VALUE {
-        self.inner.string(value)
-    }
-
-    fn array(&mut self) -> VALUE {
-        self.inner.array()
-    }
-
-    fn push(&mut self, array: VALUE, item: VALUE) {
-        self.inner.push(array, item)
-    }
-
-    fn object(&mut self, depth: usize) -> VALUE {
-        if depth == 1 {
-            self.object = true;
-            return self.inner.nil;
-        }
-        self.inner.object(depth)
-    }
-
-    fn insert(&mut self, object: VALUE, key: &[u8], value: VALUE, depth: usize) {
-        if depth == 1 {
-            // Held by the `Top` from here on (on the stack of `lean`'s caller, where the
+/// The job's [`Lean`] reading from `raw` and its [`Outline`]; `None` where a value declines to be
+/// read alone (which a value the outline's reading accepted does not).
+pub fn lean(ruby: &Ruby, raw: &[u8], outline: &Outline) -> Option<Lean> {
+    let mut builder = RubyBuild::new(ruby);
+    let read: [(&[u8], &Option<std::ops::Range<usize>>); 4] = [
+        (b"args", &outline.args),
+        (b"jid", &outline.jid),
+        (b"bid", &outline.bid),
+        (b"idempotency_key", &outline.idempotency_key),
+    ];
+    for (key, at) in read {
+        if let Some(at) = at {
+            // The value of a key of the outermost object: at depth 1, as it was in the whole.
+            let value = plain_json::parse_at(raw.get(at.clone())?, 1, &mut builder)?;
+            // Held by the `Top` from here on (on this frame's stack, then its caller's, where the
             // collector's scan finds it), as a Hash's pairs are held before they go in.
-            self.inner.note_top(key, value);
-        } else {
-            self.inner.insert(object, key, value, depth);
+            builder.note_top(key, value);
         }
     }
-
-    fn close(&mut self, object: VALUE, depth: usize) {
-        if depth != 1 {
-            self.inner.close(object, depth);
-        }
-    }
-
-    fn wants(&mut self, key: &[u8], depth: usize) -> bool {
-        depth != 1 || matches!(key, b"args" | b"jid" | b"bid" | b"idempotency_key")
-    }
-
-    fn skipped(&mut self, key: &[u8], at: std::ops::Range<usize>, _depth: usize) {
-        let top = &mut self.inner.top;
-        match key {
-            b"class" => self.class = Some(at),
-            b"wal_locations" => top.wal_locations = true,
-            b"duplicate-of" => top.duplicate_of = true,
-            b"expires_at" => top.expires_at = true,
-            b"wrapped" => top.wrapped = true,
-            _ if key.starts_with(b"meta.") => top.meta = true,
-            _ => {}
-        }
-    }
+    let top = &mut builder.top;
+    top.wal_locations = outline.wal_locations;
+    top.duplicate_of = outline.duplicate_of;
+    top.expires_at = outline.expires_at;
+    top.wrapped = outline.wrapped;
+    top.meta = outline.meta;
+    Some(Lean {
+        top: builder.top,
+        class: outline.class.clone(),
+    })
 }
 
 struct RubyBuild {
@@ -460,7 +397,7 @@ fn job_hash(ruby: &Ruby, json: magnus::RString) -> Option<Value> {
 fn job_lean(ruby: &Ruby, json: magnus::RString) -> Result<Option<magnus::RHash>, magnus::Error> {
     // SAFETY: as in `job_hash`.
     let raw = unsafe { json.as_slice() }.to_vec();
-    let Some(lean) = lean(ruby, &raw) else {
+    let Some(lean) = Outline::of(&raw).and_then(|outline| lean(ruby, &raw, &outline)) else {
         return Ok(None);
     };
     let top = lean.top;

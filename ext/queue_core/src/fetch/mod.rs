@@ -41,6 +41,7 @@ pub use shared::{Busy, FetchShared};
 use std::sync::Arc;
 
 use crate::batch::Member;
+use crate::job_outline::Outline;
 
 /// One job a fetcher holds: where it came from, its bytes, and the working list that keeps it safe
 /// until it is acknowledged.
@@ -59,12 +60,17 @@ pub struct Unit {
     /// Its batch membership (`batch/`), read once as it is taken: a fetch's reply is parsed with the
     /// GVL released, where its acknowledgement would read it with the GVL held. `None`: in no batch.
     pub batch: Option<Member>,
+    /// Its JSON checked and outlined as it is taken, with the GVL released ([`Outline`]): a
+    /// processor that runs it itself then builds only the values it reads. `None`: JSON the
+    /// binding's reader declines, or no object.
+    pub outline: Option<Outline>,
 }
 
 impl Unit {
     /// A job just taken from queue `index` (`queue`) into the working list `working`.
     pub fn new(index: usize, queue: Arc<str>, raw: Vec<u8>, working: Arc<str>) -> Unit {
         let batch = Member::of(&raw);
+        let outline = Outline::of(&raw);
         Unit {
             index,
             queue,
@@ -72,6 +78,7 @@ impl Unit {
             working,
             key_released: false,
             batch,
+            outline,
         }
     }
 }

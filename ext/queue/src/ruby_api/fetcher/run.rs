@@ -28,6 +28,7 @@ use magnus::value::{LazyId, ReprValue};
 use magnus::{Error, RArray, RHash, RString, Ruby, Value};
 use queue_core::dedup::Release;
 use queue_core::fetch::Unit;
+use queue_core::job_outline::Outline;
 use rb_sys::{ID, VALUE};
 
 use super::Fetcher;
@@ -194,11 +195,12 @@ impl Fetcher {
         fetcher: Value,
     ) -> Result<Turn, Error> {
         let mut raw = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let Some((queue, key_released)) = self.copy_running(&mut raw) else {
+        let Some((queue, key_released, outline)) = self.copy_running(&mut raw) else {
             return Ok(Turn::Ruby(ruby.qnil().as_value()));
         };
-        if let Some(classes) = classes.filter(|_| !last.lean_missed) {
-            match self.runs_lean(ruby, classes, &raw, key_released, processor, last) {
+        let lean_classes = classes.filter(|_| !last.lean_missed);
+        if let (Some(classes), Some(outline)) = (lean_classes, outline) {
+            match self.runs_lean(ruby, classes, &raw, &outline, key_released, processor, last) {
                 Some((class, top, args)) => {
                     drop(raw);
                     let failed =
@@ -247,16 +249,18 @@ impl Fetcher {
 
     /// The class, `Top` and arguments of a job that runs here from its [`job_hash::Lean`]
     /// reading, or `None` when it does not (it then takes the path that builds its Hash first).
+    #[allow(clippy::too_many_arguments)]
     fn runs_lean(
         &self,
         ruby: &Ruby,
         classes: RHash,
         raw: &[u8],
+        outline: &Outline,
         key_released: bool,
         processor: Value,
         last: &mut LastClass,
     ) -> Option<(Class, Top, RArray)> {
-        let lean = job_hash::lean(ruby, raw)?;
+        let lean = job_hash::lean(ruby, raw, outline)?;
         let name = lean.class_name(raw)?;
         if !runs_here(&lean.top, key_released) {
             return None;
@@ -335,16 +339,17 @@ impl Fetcher {
         job_hash::build(ruby, &raw).map(|(hash, _)| hash)
     }
 
-    /// Copies the running job's bytes into `raw` and returns its queue and whether its key went
-    /// out with its batch. The engine's locks are held only for the copy: no Ruby object is made
-    /// under them (a garbage collection then could free another fetcher, whose drop takes locks).
-    fn copy_running(&self, raw: &mut Vec<u8>) -> Option<(Arc<str>, bool)> {
+    /// Copies the running job's bytes into `raw` and returns its queue, whether its key went out
+    /// with its batch, and its outline. The engine's locks are held only for the copy: no Ruby
+    /// object is made under them (a garbage collection then could free another fetcher, whose drop
+    /// takes locks).
+    fn copy_running(&self, raw: &mut Vec<u8>) -> Option<(Arc<str>, bool, Option<Outline>)> {
         let fetcher = self.lock();
         let key_released = fetcher.running_key_released();
         fetcher.with_running(|unit: &Unit| {
             raw.clear();
             raw.extend_from_slice(&unit.raw);
-            (unit.queue.clone(), key_released)
+            (unit.queue.clone(), key_released, unit.outline.clone())
         })
     }
 }
