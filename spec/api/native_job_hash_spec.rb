@@ -93,6 +93,9 @@ RSpec.describe "the job Hash the engine builds" do
       job.merge("args" => ["ünïcødé ✓", "日本語", "emoji 🎉", "tab\t nl\n cr\r ff\f bs\b slash/ back\\ quote\""]),
       job.merge("args" => [0, -0, 9_223_372_036_854_775_807, -9_223_372_036_854_775_808, 0.0, -0.0, 1.0e-300, 1.5e300, 0.1]),
       job.merge("class" => "HardWorker", "class_again" => "x"),
+      # More arguments than the engine holds inline, and `args` that are no Array.
+      job.merge("args" => (1..12).map { |i| [i, {"k" => [i]}] }),
+      job.merge("args" => {"not" => ["an", "array"]}), job.merge("args" => "text"),
       # Read fields holding objects with the read keys in them: each is read alone, as deep as it was.
       job.merge("bid" => {"jid" => "inner", "args" => [9], "class" => "Inner", "wrapped" => "W"},
         "idempotency_key" => {"bid" => "b", "idempotency_key" => nil, "meta.x" => 1}),

@@ -63,9 +63,53 @@ pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
 /// are read here, each from its own bytes, so [`build`] accepts every JSON this accepts; the Hash is
 /// built from the same bytes only if something asks for it (a log line's context, a failure).
 pub struct Lean {
+    /// `args` left nil: they are in [`Lean::args`].
     pub top: Top,
+    /// The job's arguments, as `perform` takes them; `None` when `args` is no Array.
+    pub args: Option<Args>,
     /// The last `class` value, as written (quotes included).
     class: Option<std::ops::Range<usize>>,
+}
+
+/// Arguments held inline at most: most jobs take a few.
+pub const INLINE_ARGS: usize = 8;
+
+/// A job's arguments for `perform(*args)`. A job read without its Hash never hands its `args`
+/// Array to Ruby code (`perform` gets them spread), so up to [`INLINE_ARGS`] of them are kept here,
+/// on the stack of the frames that run the job (where the collector's scan finds them), and no
+/// Array is made: one object fewer a job for the collector to sweep.
+pub enum Args {
+    Inline {
+        len: usize,
+        items: [VALUE; INLINE_ARGS],
+    },
+    Array(magnus::RArray),
+}
+
+impl Args {
+    /// The count and first of the arguments, for a call made at once: nothing may run in between
+    /// that could change an Array's contents.
+    pub fn argv(&self) -> (usize, *const VALUE) {
+        match self {
+            Args::Inline { len, items } => (*len, items.as_ptr()),
+            Args::Array(array) => {
+                // SAFETY: read for a call made at once (above).
+                let items = unsafe { array.as_slice() };
+                (items.len(), items.as_ptr().cast())
+            }
+        }
+    }
+
+    /// The arguments as an Array (the spec helper's view).
+    fn to_array(&self, ruby: &Ruby) -> magnus::RArray {
+        match self {
+            Args::Inline { len, items } => {
+                // SAFETY: VALUEs built for this job, held by `items` on the caller's stack.
+                ruby.ary_from_iter(items[..*len].iter().map(|&v| unsafe { Value::from_raw(v) }))
+            }
+            Args::Array(array) => *array,
+        }
+    }
 }
 
 impl Lean {
@@ -81,8 +125,11 @@ impl Lean {
 /// read alone (which a value the outline's reading accepted does not).
 pub fn lean(ruby: &Ruby, raw: &[u8], outline: &Outline) -> Option<Lean> {
     let mut builder = RubyBuild::new(ruby);
-    let read: [(&[u8], &Option<std::ops::Range<usize>>); 4] = [
-        (b"args", &outline.args),
+    let args = match &outline.args {
+        Some(at) => read_args(raw.get(at.clone())?, &mut builder)?,
+        None => None,
+    };
+    let read: [(&[u8], &Option<std::ops::Range<usize>>); 3] = [
         (b"jid", &outline.jid),
         (b"bid", &outline.bid),
         (b"idempotency_key", &outline.idempotency_key),
@@ -104,8 +151,124 @@ pub fn lean(ruby: &Ruby, raw: &[u8], outline: &Outline) -> Option<Lean> {
     top.meta = outline.meta;
     Some(Lean {
         top: builder.top,
+        args,
         class: outline.class.clone(),
     })
+}
+
+/// The `args` value `written` holds: `Some(None)` when it is no Array, `None` when it declines.
+fn read_args(written: &[u8], builder: &mut RubyBuild) -> Option<Option<Args>> {
+    if written.first() != Some(&b'[') {
+        // Built all the same, as the Hash would hold it (no job of this shape runs here).
+        let value = plain_json::parse_at(written, 1, builder)?;
+        builder.note_top(b"args", value);
+        return Some(None);
+    }
+    let mut spread = Spread {
+        inner: builder,
+        outer: Outer::Unopened,
+        len: 0,
+        items: [0; INLINE_ARGS],
+    };
+    plain_json::parse_at(written, 1, &mut spread)?;
+    Some(Some(match spread.outer {
+        // SAFETY: the Array this reading made.
+        Outer::Spilled(array) => Args::Array(magnus::RArray::from_value(unsafe {
+            Value::from_raw(array)
+        })?),
+        _ => Args::Inline {
+            len: spread.len,
+            items: spread.items,
+        },
+    }))
+}
+
+/// The state of the outermost Array of a [`Spread`] reading.
+enum Outer {
+    Unopened,
+    /// Its items go to `items`; the reader holds [`SPREAD`] for it.
+    Inline,
+    /// More than fit inline: they went into this Array.
+    Spilled(VALUE),
+}
+
+/// The reader's handle on the outermost Array while its items are kept inline (`Qundef`, which no
+/// value the reader builds is).
+const SPREAD: VALUE = rb_sys::Qundef as VALUE;
+
+/// Reads an `args` Array keeping its items inline, as [`RubyBuild`] builds everything else. The
+/// reader opens the outermost Array before anything in it, so the first `array` is that one.
+struct Spread<'b> {
+    inner: &'b mut RubyBuild,
+    outer: Outer,
+    len: usize,
+    items: [VALUE; INLINE_ARGS],
+}
+
+impl Build for Spread<'_> {
+    type Value = VALUE;
+
+    fn null(&mut self) -> VALUE {
+        self.inner.null()
+    }
+
+    fn boolean(&mut self, value: bool) -> VALUE {
+        self.inner.boolean(value)
+    }
+
+    fn integer(&mut self, value: i64) -> VALUE {
+        self.inner.integer(value)
+    }
+
+    fn float(&mut self, value: f64) -> VALUE {
+        self.inner.float(value)
+    }
+
+    fn string(&mut self, value: &[u8]) -> VALUE {
+        self.inner.string(value)
+    }
+
+    fn array(&mut self) -> VALUE {
+        if let Outer::Unopened = self.outer {
+            self.outer = Outer::Inline;
+            return SPREAD;
+        }
+        self.inner.array()
+    }
+
+    fn push(&mut self, array: VALUE, item: VALUE) {
+        if array != SPREAD {
+            return self.inner.push(array, item);
+        }
+        match self.outer {
+            Outer::Inline if self.len < INLINE_ARGS => {
+                self.items[self.len] = item;
+                self.len += 1;
+            }
+            Outer::Inline => {
+                let spilled = self.inner.array();
+                for &held in &self.items[..self.len] {
+                    self.inner.push(spilled, held);
+                }
+                self.inner.push(spilled, item);
+                self.outer = Outer::Spilled(spilled);
+            }
+            Outer::Spilled(spilled) => self.inner.push(spilled, item),
+            Outer::Unopened => {}
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> VALUE {
+        self.inner.object(depth)
+    }
+
+    fn insert(&mut self, object: VALUE, key: &[u8], value: VALUE, depth: usize) {
+        self.inner.insert(object, key, value, depth)
+    }
+
+    fn close(&mut self, object: VALUE, depth: usize) {
+        self.inner.close(object, depth)
+    }
 }
 
 struct RubyBuild {
@@ -401,6 +564,7 @@ fn job_lean(ruby: &Ruby, json: magnus::RString) -> Result<Option<magnus::RHash>,
         return Ok(None);
     };
     let top = lean.top;
+    let args = lean.args.as_ref().map(|args| args.to_array(ruby));
     let out = ruby.hash_new();
     let class = lean
         .class_name(&raw)
@@ -408,7 +572,7 @@ fn job_lean(ruby: &Ruby, json: magnus::RString) -> Result<Option<magnus::RHash>,
     out.aset("class", class.map(|name| ruby.str_new(name)))?;
     for (name, value) in [
         ("jid", top.jid),
-        ("args", top.args),
+        ("args", args.map_or(top.args, |args| args.as_value())),
         ("bid", top.bid),
         ("key", top.key),
     ] {

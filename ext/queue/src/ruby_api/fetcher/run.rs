@@ -33,7 +33,7 @@ use rb_sys::{ID, VALUE};
 
 use super::Fetcher;
 use crate::errors::blocking;
-use crate::ruby_api::job_hash::{self, Top};
+use crate::ruby_api::job_hash::{self, Args, Top};
 use crate::ruby_api::utf8_string;
 
 static PERFORM: LazyId = LazyId::new("perform");
@@ -239,7 +239,15 @@ impl Fetcher {
             return to_ruby(ruby, &queue, &raw, key_released, Some(job)).map(Turn::Ruby);
         };
         drop(raw);
-        let failed = self.run_here(ruby, &class, Some(job), job, &top, args, processor)?;
+        let failed = self.run_here(
+            ruby,
+            &class,
+            Some(job),
+            job,
+            &top,
+            Args::Array(args),
+            processor,
+        )?;
         let class = counted_class(&top);
         // SAFETY: the String is held by the job Hash on this thread's stack, and the borrow ends
         // before any Ruby code runs again (`done_as` calls none).
@@ -259,14 +267,14 @@ impl Fetcher {
         key_released: bool,
         processor: Value,
         last: &mut LastClass,
-    ) -> Option<(Class, Top, RArray)> {
+    ) -> Option<(Class, Top, Args)> {
         let lean = job_hash::lean(ruby, raw, outline)?;
         let name = lean.class_name(raw)?;
         if !runs_here(&lean.top, key_released) {
             return None;
         }
         let class = last.class_of(ruby, classes, name, processor)?;
-        let args = RArray::from_value(lean.top.args)?;
+        let args = lean.args?;
         if let Some(limits) = class.limits {
             leased(&mut self.lock(), limits)?.then_some(())?;
         }
@@ -284,7 +292,7 @@ impl Fetcher {
         job: Option<Value>,
         context: Value,
         top: &Top,
-        args: RArray,
+        args: Args,
         processor: Value,
     ) -> Result<Option<Value>, Error> {
         let error = match self.perform(ruby, class, context, top, args, processor) {
@@ -489,7 +497,7 @@ impl Fetcher {
         class: &Class,
         context: Value,
         top: &Top,
-        args: RArray,
+        args: Args,
         processor: Value,
     ) -> Result<(), Error> {
         let bid = RString::from_value(top.bid);
@@ -598,7 +606,7 @@ fn run_job(
     ruby: &Ruby,
     worker: Value,
     log_context: Value,
-    args: RArray,
+    args: Args,
     bid: Option<RString>,
 ) -> Result<(), Error> {
     let thread = ruby.thread_current();
@@ -625,8 +633,8 @@ fn run_job(
             if let Some(bid) = bid {
                 rb_sys::rb_thread_local_aset(thread, batch, bid.as_raw());
             }
-            let args = args.as_slice();
-            rb_sys::rb_funcallv_public(worker, perform, args.len() as c_int, args.as_ptr().cast())
+            let (argc, argv) = args.argv();
+            rb_sys::rb_funcallv_public(worker, perform, argc as c_int, argv)
         }
     });
     let (log_before, context_before) = (log_before.as_raw(), context_before.as_raw());
