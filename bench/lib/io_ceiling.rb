@@ -8,9 +8,20 @@
 # benchmark job ends with (bench/apps/blank_counter.rb), until TOTAL iterations have been counted
 # between them. Prints one JSON line: the seconds from the threads' start to the TOTAL-th count, the
 # process's CPU seconds and its threads' context switches (voluntary, involuntary) over the same span. Nothing else runs: no Redis, no job, no framework.
+#
+# SPIN=N (not used by io_bound.rb) adds a loop of N empty steps after each sleep, work done with the
+# GVL held as a server's own per-job work is (~90 steps a microsecond here): what such work costs
+# the ceiling itself (ARCHITECTURE.md, "What the GVL charges for a job's own work").
 require "json"
 
 threads, pause, total = ARGV.fetch(0).to_i, Float(ARGV.fetch(1)), ARGV.fetch(2).to_i
+spin = Integer(ENV.fetch("SPIN", "0"))
+work = if spin.positive?
+  lambda do
+    i = 0
+    i += 1 while i < spin
+  end
+end
 lock = Mutex.new
 count = 0
 finished = Queue.new
@@ -31,6 +42,7 @@ workers = Array.new(threads) do
   Thread.new do
     loop do
       sleep pause
+      work&.call
       n = lock.synchronize { count += 1 }
       finished << [Process.clock_gettime(Process::CLOCK_MONOTONIC), cpu.call, switches.call] if n == total
       break if n >= total
