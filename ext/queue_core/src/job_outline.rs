@@ -53,20 +53,11 @@ struct Reading {
 impl Build for Reading {
     type Value = ();
     const USES_VALUES: bool = false;
-
-    fn null(&mut self) {}
-    fn boolean(&mut self, _: bool) {}
-    fn integer(&mut self, _: i64) {}
-    fn float(&mut self, _: f64) {}
-    fn string(&mut self, _: &[u8]) {}
-    fn array(&mut self) {}
-    fn push(&mut self, _: (), _: ()) {}
+    plain_json::build_nothing!();
 
     fn object(&mut self, depth: usize) {
         self.object |= depth == 1;
     }
-
-    fn insert(&mut self, _: (), _: &[u8], _: (), _: usize) {}
 
     fn wants(&mut self, _key: &[u8], depth: usize) -> bool {
         depth != 1

@@ -56,21 +56,30 @@ pub trait Build {
     fn skipped(&mut self, _key: &[u8], _at: std::ops::Range<usize>, _depth: usize) {}
 }
 
+/// The value methods of a [`Build`] whose values are `()`: it builds nothing (`object` and the
+/// pair hooks are its own).
+macro_rules! build_nothing {
+    () => {
+        fn null(&mut self) {}
+        fn boolean(&mut self, _: bool) {}
+        fn integer(&mut self, _: i64) {}
+        fn float(&mut self, _: f64) {}
+        fn string(&mut self, _: &[u8]) {}
+        fn array(&mut self) {}
+        fn push(&mut self, _: (), _: ()) {}
+        fn insert(&mut self, _: (), _: &[u8], _: (), _: usize) {}
+    };
+}
+pub(crate) use build_nothing;
+
 /// Builds nothing: what a skipped value is read with.
 struct Skip;
 
 impl Build for Skip {
     type Value = ();
     const USES_VALUES: bool = false;
-    fn null(&mut self) {}
-    fn boolean(&mut self, _: bool) {}
-    fn integer(&mut self, _: i64) {}
-    fn float(&mut self, _: f64) {}
-    fn string(&mut self, _: &[u8]) {}
-    fn array(&mut self) {}
-    fn push(&mut self, _: (), _: ()) {}
+    build_nothing!();
     fn object(&mut self, _: usize) {}
-    fn insert(&mut self, _: (), _: &[u8], _: (), _: usize) {}
 }
 
 /// The value `raw` holds, built with `build`; `None` when it is not in the subset above (the builder
