@@ -66,8 +66,11 @@ RSpec.describe "Redis Sentinel failover under load" do
     return [] unless File.exist?(runs_file)
 
     File.readlines(runs_file).filter_map do |line|
+      # The last line may be read while it is being written: only whole lines count.
+      next unless line.end_with?("\n")
+
       seq, jid, time, pid = line.split
-      [Integer(seq), jid, Float(time), Integer(pid)] if pid
+      [Integer(seq), jid, Float(time), Integer(pid)]
     end
   end
 
@@ -76,8 +79,11 @@ RSpec.describe "Redis Sentinel failover under load" do
     ok = {}
     failed = []
     (File.exist?(pushes_file) ? File.readlines(pushes_file) : []).each do |line|
+      # The last line may be read while it is being written (a reader can see part of a write):
+      # only whole lines count.
+      next unless line.end_with?("\n")
+
       kind, seq, third, time = line.split(" ", 5)
-      next unless time # a line being written
 
       kind == "ok" ? ok[Integer(seq)] = [third, Float(time)] : failed << [Integer(seq), third, Float(time)]
     end
