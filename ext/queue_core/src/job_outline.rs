@@ -25,6 +25,13 @@ pub struct Outline {
     pub idempotency_key: Option<Range<usize>>,
     /// The `class` value as written (quotes included).
     pub class: Option<Range<usize>>,
+    pub marks: Marks,
+}
+
+/// The top-level keys a processor looks for only by their presence (their values are not read).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// `wal_locations`: the job's start reads the positions kept for its key.
     pub wal_locations: bool,
     pub duplicate_of: bool,
     pub expires_at: bool,
@@ -32,6 +39,20 @@ pub struct Outline {
     pub wrapped: bool,
     /// A key starting with `meta.` (a worker context).
     pub meta: bool,
+}
+
+impl Marks {
+    /// Notes `key`, a key of the outermost object, when it is one of the marks.
+    pub fn note(&mut self, key: &[u8]) {
+        match key {
+            b"wal_locations" => self.wal_locations = true,
+            b"duplicate-of" => self.duplicate_of = true,
+            b"expires_at" => self.expires_at = true,
+            b"wrapped" => self.wrapped = true,
+            _ if key.starts_with(b"meta.") => self.meta = true,
+            _ => {}
+        }
+    }
 }
 
 impl Outline {
@@ -71,12 +92,7 @@ impl Build for Reading {
             b"bid" => outline.bid = Some(at),
             b"idempotency_key" => outline.idempotency_key = Some(at),
             b"class" => outline.class = Some(at),
-            b"wal_locations" => outline.wal_locations = true,
-            b"duplicate-of" => outline.duplicate_of = true,
-            b"expires_at" => outline.expires_at = true,
-            b"wrapped" => outline.wrapped = true,
-            _ if key.starts_with(b"meta.") => outline.meta = true,
-            _ => {}
+            _ => outline.marks.note(key),
         }
     }
 }
@@ -99,8 +115,9 @@ mod tests {
         assert_eq!(text(raw, &outline.jid), Some(r#""j1""#));
         assert_eq!(text(raw, &outline.bid), Some("null"));
         assert_eq!(text(raw, &outline.idempotency_key), Some(r#""k""#));
-        assert!(outline.meta && outline.wrapped);
-        assert!(!(outline.wal_locations || outline.duplicate_of || outline.expires_at));
+        assert!(outline.marks.meta && outline.marks.wrapped);
+        let marks = outline.marks;
+        assert!(!(marks.wal_locations || marks.duplicate_of || marks.expires_at));
     }
 
     #[test]
@@ -111,7 +128,8 @@ mod tests {
         let raw = r#"{"jid":"a","expires_at":1.5,"jid":"c","wal_locations":{},"duplicate-of":"x"}"#;
         let outline = Outline::of(raw.as_bytes()).expect("an outline");
         assert_eq!(text(raw, &outline.jid), Some(r#""c""#));
-        assert!(outline.wal_locations && outline.duplicate_of && outline.expires_at);
+        let marks = outline.marks;
+        assert!(marks.wal_locations && marks.duplicate_of && marks.expires_at);
         let raw = r#"{"cl\"ass":"W","class":"V"}"#;
         assert_eq!(
             text(raw, &Outline::of(raw.as_bytes()).expect("an outline").class),

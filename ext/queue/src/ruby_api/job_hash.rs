@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{prelude::*, Ruby, Value};
-use queue_core::job_outline::Outline;
+use queue_core::job_outline::{Marks, Outline};
 use queue_core::plain_json::{self, Build};
 use rb_sys::VALUE;
 
@@ -32,16 +32,10 @@ pub struct Top {
     pub idempotency_key: bool,
     /// The `idempotency_key` itself (nil for none).
     pub key: Value,
-    pub duplicate_of: bool,
-    /// It carries `wal_locations` (its start reads the positions kept for its key).
-    pub wal_locations: bool,
-    pub expires_at: bool,
     /// Its batch's bid (nil for none).
     pub bid: Value,
-    /// A key starting with `meta.`: a worker context.
-    pub meta: bool,
-    /// It has a `wrapped` key (ActiveJob's class, which the metrics count it under).
-    pub wrapped: bool,
+    /// The keys looked for only by their presence.
+    pub marks: Marks,
 }
 
 /// A job's Hash, with its [`Top`] fields; `None` when the reader declined the JSON or it is not an
@@ -63,7 +57,7 @@ pub fn build(ruby: &Ruby, raw: &[u8]) -> Option<(Value, Top)> {
 /// are read here, each from its own bytes, so [`build`] accepts every JSON this accepts; the Hash is
 /// built from the same bytes only if something asks for it (a log line's context, a failure).
 pub struct Lean {
-    /// `args` left nil: they are in [`Lean::args`].
+    /// `args` set only when it is no Array; an Array's items are in [`Lean::args`].
     pub top: Top,
     /// The job's arguments, as `perform` takes them; `None` when `args` is no Array.
     pub args: Option<Args>,
@@ -143,12 +137,7 @@ pub fn lean(ruby: &Ruby, raw: &[u8], outline: &Outline) -> Option<Lean> {
             builder.note_top(key, value);
         }
     }
-    let top = &mut builder.top;
-    top.wal_locations = outline.wal_locations;
-    top.duplicate_of = outline.duplicate_of;
-    top.expires_at = outline.expires_at;
-    top.wrapped = outline.wrapped;
-    top.meta = outline.meta;
+    builder.top.marks = outline.marks;
     Some(Lean {
         top: builder.top,
         args,
@@ -513,12 +502,8 @@ impl RubyBuild {
                 args: nil,
                 idempotency_key: false,
                 key: nil,
-                duplicate_of: false,
-                wal_locations: false,
-                expires_at: false,
                 bid: nil,
-                meta: false,
-                wrapped: false,
+                marks: Marks::default(),
             },
         }
     }
@@ -534,13 +519,8 @@ impl RubyBuild {
                 self.top.idempotency_key = value != self.nil && value != self.no;
                 self.top.key = as_value();
             }
-            b"wal_locations" => self.top.wal_locations = true,
-            b"duplicate-of" => self.top.duplicate_of = true,
-            b"expires_at" => self.top.expires_at = true,
             b"bid" => self.top.bid = as_value(),
-            b"wrapped" => self.top.wrapped = true,
-            _ if key.starts_with(b"meta.") => self.top.meta = true,
-            _ => {}
+            _ => self.top.marks.note(key),
         }
     }
 }
@@ -563,7 +543,7 @@ fn job_lean(ruby: &Ruby, json: magnus::RString) -> Result<Option<magnus::RHash>,
     let Some(lean) = Outline::of(&raw).and_then(|outline| lean(ruby, &raw, &outline)) else {
         return Ok(None);
     };
-    let top = lean.top;
+    let (top, marks) = (lean.top, lean.top.marks);
     let args = lean.args.as_ref().map(|args| args.to_array(ruby));
     let out = ruby.hash_new();
     let class = lean
@@ -580,11 +560,11 @@ fn job_lean(ruby: &Ruby, json: magnus::RString) -> Result<Option<magnus::RHash>,
     }
     for (name, flag) in [
         ("idempotency_key", top.idempotency_key),
-        ("duplicate_of", top.duplicate_of),
-        ("wal_locations", top.wal_locations),
-        ("expires_at", top.expires_at),
-        ("meta", top.meta),
-        ("wrapped", top.wrapped),
+        ("duplicate_of", marks.duplicate_of),
+        ("wal_locations", marks.wal_locations),
+        ("expires_at", marks.expires_at),
+        ("meta", marks.meta),
+        ("wrapped", marks.wrapped),
     ] {
         out.aset(name, flag)?;
     }

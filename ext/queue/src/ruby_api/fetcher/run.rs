@@ -205,7 +205,7 @@ impl Fetcher {
                     drop(raw);
                     let failed =
                         self.run_here(ruby, &class, None, fetcher, &top, args, processor)?;
-                    let counted = (!top.wrapped).then_some(last.text.as_deref());
+                    let counted = (!top.marks.wrapped).then_some(last.text.as_deref());
                     return self.ran(failed, processor, counted.flatten());
                 }
                 // Not for this path: the rest of the call's jobs build their Hash at once.
@@ -385,17 +385,17 @@ fn to_ruby(
 fn runs_here(top: &Top, key_released: bool) -> bool {
     let dedup = holds_key(top, key_released);
     let dedup_here = !dedup
-        || (!top.wal_locations
+        || (!top.marks.wal_locations
             && RString::from_value(top.key).is_some()
             && RString::from_value(top.jid).is_some());
     let bid = top.bid.is_nil() || RString::from_value(top.bid).is_some();
-    !(top.meta || top.expires_at) && dedup_here && bid
+    !(top.marks.meta || top.marks.expires_at) && dedup_here && bid
 }
 
 /// The `class` String the metrics count the job under, when the Hash shows it plainly (a job with
 /// `wrapped` counts under that: left to the engine's own reading of the JSON).
 fn counted_class(top: &Top) -> Option<RString> {
-    if top.wrapped {
+    if top.marks.wrapped {
         return None;
     }
     RString::from_value(top.class)
@@ -404,7 +404,7 @@ fn counted_class(top: &Top) -> Option<RString> {
 /// Whether the job holds its idempotency key and must release it (`Processor#deduplicated`'s
 /// condition): it has one, it did not go out with its batch, and the job is no marked duplicate.
 fn holds_key(top: &Top, key_released: bool) -> bool {
-    top.idempotency_key && !key_released && !top.duplicate_of
+    top.idempotency_key && !key_released && !top.marks.duplicate_of
 }
 
 /// The class the last job of a `run` call was cleared as, with its name's bytes; and whether a job
