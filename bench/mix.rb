@@ -16,8 +16,13 @@
 # 2. Memory: each server drains RSS_N jobs at each concurrency of RSS_C (pushed in slices while it
 #    runs); VmRSS and VmHWM when it takes its first job, every RSS_N / 10 jobs, and at the end.
 #    Goal: queue's VmRSS at the end ≤ 0.5× Sidekiq's, at each concurrency.
+#    Beside them, the floor (bench/lib/mix_floor.rb): bare Ruby threads running the same RSS_N jobs
+#    with no server, once as Ruby and glibc start by default and once with queue's memory settings
+#    (2 malloc arenas, the malloc-driven GC, malloc_trim): what the app alone holds, and so what
+#    queue adds over it. FLOOR=0 leaves it out.
 require_relative "lib/clients"
 require_relative "lib/cpu"
+require_relative "lib/floor_rss_run"
 require_relative "lib/mix_db"
 require_relative "lib/mix_run"
 require_relative "lib/redis_server"
@@ -33,7 +38,13 @@ module Bench
     RSS_JOBS = Integer(ENV.fetch("RSS_N", "1000000"))
     RSS_CONCURRENCIES = ENV.fetch("RSS_C", "10,25").split(",").map { |c| Integer(c) }.freeze
     TARGET_RSS = 0.5
-    LABELS = {sidekiq: "Sidekiq #{Sidekiq::VERSION}", queue: "queue #{JobQueue::VERSION}"}.freeze
+    FLOOR = ENV.fetch("FLOOR", "1") != "0"
+    LABELS = {sidekiq: "Sidekiq #{Sidekiq::VERSION}", queue: "queue #{JobQueue::VERSION}",
+              floor: "bare Ruby, no server", floor_settings: "bare Ruby, no server, queue's memory settings"}.freeze
+    # What a queue server applies by default (lib/queue/configuration.rb), for the floor's second run.
+    QUEUE_MEMORY = {arena_max: JobQueue::Configuration::DEFAULT_MALLOC_ARENA_MAX,
+                    gc_growth: JobQueue::Configuration::DEFAULT_GC_MALLOC_GROWTH,
+                    trim_interval: JobQueue::Configuration::DEFAULT_MALLOC_TRIM_INTERVAL}.freeze
 
     module_function
 
@@ -75,7 +86,15 @@ module Bench
           warn "memory: #{kind} -c #{c} draining #{RSS_JOBS} mix jobs..."
           [kind.to_s, RssRun.new(kind, redis, db: db, jobs: RSS_JOBS, concurrency: c, every: every).call]
         end
-        ["c#{c}", runs]
+        ["c#{c}", FLOOR ? runs.merge(floor_runs(redis, db, c, every)) : runs]
+      end
+    end
+
+    # The floor at concurrency `c`: {"floor" => run, "floor_settings" => run}.
+    def floor_runs(redis, db, c, every)
+      {floor: nil, floor_settings: QUEUE_MEMORY}.to_h do |kind, settings|
+        warn "memory: #{LABELS.fetch(kind)}, #{c} threads running #{RSS_JOBS} mix jobs..."
+        [kind.to_s, FloorRssRun.new(redis, db: db, jobs: RSS_JOBS, concurrency: c, every: every, settings: settings).call]
       end
     end
 
@@ -143,6 +162,18 @@ module Bench
         hwm = Report.ratio(runs.dig("queue", "end", "VmHWM").to_f, runs.dig("sidekiq", "end", "VmHWM").to_f)
         what = "queue's VmRSS after #{Report.num(runs.dig("queue", "jobs"))} jobs at -c #{runs.dig("queue", "concurrency")} ≤ #{TARGET_RSS}× Sidekiq's"
         puts Report.target(what, ratio <= TARGET_RSS, "#{Report.times(ratio)} (VmHWM #{Report.times(hwm)})")
+        print_floor(runs)
+      end
+    end
+
+    # What the floor says of the goal: the floor against Sidekiq's half, and what queue adds over it.
+    def print_floor(runs)
+      sidekiq = runs.dig("sidekiq", "end", "VmRSS").to_f
+      queue = runs.dig("queue", "end", "VmRSS").to_f
+      %w[floor floor_settings].each do |kind|
+        floor = runs.dig(kind, "end", "VmRSS") or next
+        puts "  #{LABELS.fetch(kind.to_sym)}: #{mb(floor)} MB, #{Report.times(Report.ratio(floor.to_f, sidekiq))} Sidekiq's " \
+          "(its half: #{mb(sidekiq / 2)} MB); queue #{mb((queue - floor).abs)} MB #{queue >= floor ? "above" : "below"} it"
       end
     end
 

@@ -14,6 +14,16 @@ module Bench
     STATUS_FIELDS = %w[VmRSS VmHWM RssAnon RssFile Threads].freeze
     ROLLUP_FIELDS = %w[Rss Pss Anonymous].freeze
 
+    # [{"jobs", "VmRSS", "VmHWM"}] as the job wrote them to `file` (bench/apps/mix_work.rb).
+    def self.progress(file)
+      return [] unless File.exist?(file)
+
+      File.readlines(file).map do |line|
+        count, rss, hwm = line.split.map(&:to_i)
+        {"jobs" => count, "VmRSS" => rss, "VmHWM" => hwm}
+      end.sort_by { |p| p["jobs"] }
+    end
+
     def initialize(kind, redis, db:, jobs:, concurrency:, every:)
       @kind = kind
       @redis = redis
@@ -39,7 +49,7 @@ module Bench
       end
       verify!
       {"server" => @kind.to_s, "jobs" => @jobs, "concurrency" => @concurrency, "seconds" => monotonic - started,
-       "start" => first, "progress" => progress, "end" => last}
+       "start" => first, "progress" => self.class.progress(@progress_file), "end" => last}
     end
 
     private
@@ -84,16 +94,6 @@ module Bench
     def rollup
       text = File.read("/proc/#{@server.pid}/smaps_rollup")
       ROLLUP_FIELDS.to_h { |f| [f, text[/^#{f}:\s+(\d+)/, 1].to_i] }
-    end
-
-    # [{"jobs", "VmRSS", "VmHWM"}] as the server wrote them.
-    def progress
-      return [] unless File.exist?(@progress_file)
-
-      File.readlines(@progress_file).map do |line|
-        count, rss, hwm = line.split.map(&:to_i)
-        {"jobs" => count, "VmRSS" => rss, "VmHWM" => hwm}
-      end.sort_by { |p| p["jobs"] }
     end
 
     def verify!
