@@ -1,6 +1,7 @@
 //! A cron string parsed: five fields, or six with seconds first, and an optional IANA time zone at
 //! the end (`"0 3 * * * Europe/Berlin"`), as sidekiq-cron's parser (fugit) reads them. Without a
 //! zone the string runs in the process's local zone (fugit does the same: `TZ`, else the system's).
+//! A named zone is read from the system's time zone database ([`NamedZone`]).
 //!
 //! The fields are `croner`'s (Vixie cron plus `L`, `W`, `#`, names, `@hourly`-style nicknames).
 //! Across a daylight-saving change croner follows the Open Cron Pattern Specification: a fixed-time
@@ -9,7 +10,8 @@
 //! runs at every real instant its fields match, in both passes of a repeated hour, none in a gap.
 
 use chrono::{DateTime, Local, TimeZone, Utc};
-use chrono_tz::Tz;
+
+use super::zone::NamedZone;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
 use thiserror::Error as ThisError;
@@ -26,11 +28,12 @@ pub enum CronError {
         cron: String,
         count: usize,
     },
-    #[error("cron schedule {name:?}: unknown time zone {zone:?} in {cron:?}")]
+    #[error("cron schedule {name:?}: unknown time zone {zone:?} in {cron:?} ({reason})")]
     TimeZone {
         name: String,
         cron: String,
         zone: String,
+        reason: String,
     },
     #[error("cron schedule {name:?}: {cron:?} is not a cron string: {reason}")]
     Pattern {
@@ -41,11 +44,11 @@ pub enum CronError {
 }
 
 /// Where a schedule's fields are read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Zone {
     /// The process's local zone (`TZ`, else the system's).
     Local,
-    Named(Tz),
+    Named(NamedZone),
 }
 
 #[derive(Debug, Clone)]
@@ -61,16 +64,17 @@ impl Schedule {
         let mut zone = Zone::Local;
         if let Some(last) = fields.last().copied() {
             if looks_like_zone(last) && fields.len() > 1 {
-                match last.parse::<Tz>() {
-                    Ok(tz) => {
-                        zone = Zone::Named(tz);
+                match NamedZone::get(last) {
+                    Ok(named) => {
+                        zone = Zone::Named(named);
                         fields.pop();
                     }
-                    Err(_) => {
+                    Err(e) => {
                         return Err(CronError::TimeZone {
                             name: name.to_owned(),
                             cron: cron.to_owned(),
                             zone: last.to_owned(),
+                            reason: e.to_string(),
                         })
                     }
                 }
@@ -101,25 +105,25 @@ impl Schedule {
         })
     }
 
-    pub fn zone(&self) -> Zone {
-        self.zone
+    pub fn zone(&self) -> &Zone {
+        &self.zone
     }
 
     /// The latest tick at or before `now` (epoch seconds), if any.
     pub fn tick_at_or_before(&self, now: i64) -> Option<i64> {
         let utc = DateTime::<Utc>::from_timestamp(now, 0)?;
-        match self.zone {
+        match &self.zone {
             Zone::Local => previous(&self.cron, &utc.with_timezone(&Local)),
-            Zone::Named(tz) => previous(&self.cron, &utc.with_timezone(&tz)),
+            Zone::Named(zone) => previous(&self.cron, &utc.with_timezone(zone)),
         }
     }
 
     /// The first tick strictly after `now` (epoch seconds), if any.
     pub fn tick_after(&self, now: i64) -> Option<i64> {
         let utc = DateTime::<Utc>::from_timestamp(now, 0)?;
-        match self.zone {
+        match &self.zone {
             Zone::Local => next(&self.cron, &utc.with_timezone(&Local)),
-            Zone::Named(tz) => next(&self.cron, &utc.with_timezone(&tz)),
+            Zone::Named(zone) => next(&self.cron, &utc.with_timezone(zone)),
         }
     }
 }
@@ -161,15 +165,15 @@ fn looks_like_zone(word: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn at(zone: Tz, y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
-        zone.with_ymd_and_hms(y, mo, d, h, mi, s)
-            .earliest()
-            .expect("a real local time")
+    fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, s)
+            .single()
+            .expect("a time")
             .timestamp()
     }
 
-    fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
-        at(chrono_tz::UTC, y, mo, d, h, mi, s)
+    fn named(name: &str) -> Zone {
+        Zone::Named(NamedZone::get(name).expect("the system's tzdata has it"))
     }
 
     #[test]
@@ -195,7 +199,7 @@ mod tests {
     #[test]
     fn a_time_zone_moves_the_tick() {
         let s = Schedule::parse("berlin", "0 3 * * * Europe/Berlin").expect("parses");
-        assert_eq!(s.zone(), Zone::Named(Tz::Europe__Berlin));
+        assert_eq!(s.zone(), &named("Europe/Berlin"));
         // Winter: 03:00 in Berlin is 02:00 UTC; summer: 01:00 UTC.
         assert_eq!(
             s.tick_after(utc(2026, 1, 5, 0, 0, 0)),
@@ -210,9 +214,9 @@ mod tests {
     #[test]
     fn weekday_and_month_names_are_fields_not_zones() {
         let s = Schedule::parse("w", "0 9 * JAN MON").expect("parses");
-        assert_eq!(s.zone(), Zone::Local);
+        assert_eq!(s.zone(), &Zone::Local);
         let s = Schedule::parse("w", "0 0 9 ? * MON-FRI UTC").expect("parses");
-        assert_eq!(s.zone(), Zone::Named(Tz::UTC));
+        assert_eq!(s.zone(), &named("UTC"));
         assert!(Schedule::parse("l", "0 0 L * *").is_ok());
     }
 
@@ -265,6 +269,7 @@ mod tests {
         let e = Schedule::parse("nightly", "0 3 * * * Nowhere/Land").unwrap_err();
         assert!(matches!(e, CronError::TimeZone { ref zone, .. } if zone == "Nowhere/Land"));
         assert!(e.to_string().contains("\"nightly\""), "{e}");
+        assert!(e.to_string().contains("no time zone file"), "{e}");
 
         let e = Schedule::parse("nightly", "61 3 * * *").unwrap_err();
         assert!(matches!(e, CronError::Pattern { .. }), "{e:?}");
