@@ -21,11 +21,9 @@
 require "json"
 require_relative "../apps/mix_work"
 require_relative "mix_db"
+require_relative "proc_memory"
 
 module MixFloor
-  STATUS_FIELDS = %w[VmRSS VmHWM RssAnon RssFile Threads].freeze
-  ROLLUP_FIELDS = %w[Rss Pss Anonymous].freeze
-
   module_function
 
   def run(status_file)
@@ -41,7 +39,7 @@ module MixFloor
       Thread.new do
         while (index = lock.synchronize { next_index < jobs ? (next_index += 1) - 1 : nil })
           MixWork.perform(*Bench::MixDb.args(index))
-          first ||= status
+          first ||= Bench::ProcMemory.status
           gc&.job_done
         end
       end
@@ -49,7 +47,7 @@ module MixFloor
     workers.each(&:join)
     File.write(status_file, JSON.generate(
       "seconds" => monotonic - started, "gc_count" => GC.count, "start" => first,
-      "end" => status.merge("smaps_rollup" => rollup)
+      "end" => Bench::ProcMemory.status.merge("smaps_rollup" => Bench::ProcMemory.rollup)
     ))
   end
 
@@ -75,16 +73,6 @@ module MixFloor
         trim.call(0)
       end
     end
-  end
-
-  def status
-    text = File.read("/proc/self/status")
-    STATUS_FIELDS.to_h { |f| [f, text[/^#{f}:\s+(\d+)/, 1].to_i] }
-  end
-
-  def rollup
-    text = File.read("/proc/self/smaps_rollup")
-    ROLLUP_FIELDS.to_h { |f| [f, text[/^#{f}:\s+(\d+)/, 1].to_i] }
   end
 
   def monotonic = Process.clock_gettime(Process::CLOCK_MONOTONIC)

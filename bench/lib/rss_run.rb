@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "mix_run"
+require_relative "proc_memory"
 require_relative "server"
 
 module Bench
@@ -11,8 +12,6 @@ module Bench
   class RssRun
     SLICE = 50_000
     TIMEOUT = 1800
-    STATUS_FIELDS = %w[VmRSS VmHWM RssAnon RssFile Threads].freeze
-    ROLLUP_FIELDS = %w[Rss Pss Anonymous].freeze
 
     # [{"jobs", "VmRSS", "VmHWM"}] as the job wrote them to `file` (bench/apps/mix_work.rb).
     def self.progress(file)
@@ -41,9 +40,9 @@ module Bench
       @server = Server.new(@kind, @redis, app: MixRun::APPS.fetch(@kind), args: ["-c", @concurrency.to_s], env: env).start
       begin
         @server.wait_for("#{@kind} to take its first job", interval: 0.001, timeout: TIMEOUT) { queue_length < @pushed }
-        first = status
+        first = ProcMemory.status(@server.pid)
         @server.wait_for("#{@kind} to run all #{@jobs} jobs", interval: 0.01, timeout: TIMEOUT) { top_up || finished? }
-        last = status.merge("smaps_rollup" => rollup)
+        last = ProcMemory.status(@server.pid).merge("smaps_rollup" => ProcMemory.rollup(@server.pid))
       ensure
         @server.stop
       end
@@ -84,17 +83,6 @@ module Bench
     end
 
     def queue_length = @redis.client.llen(MixRun::QUEUE_KEY)
-
-    # The server's /proc/<pid>/status fields (kB; Threads a count).
-    def status
-      text = File.read("/proc/#{@server.pid}/status")
-      STATUS_FIELDS.to_h { |f| [f, text[/^#{f}:\s+(\d+)/, 1].to_i] }
-    end
-
-    def rollup
-      text = File.read("/proc/#{@server.pid}/smaps_rollup")
-      ROLLUP_FIELDS.to_h { |f| [f, text[/^#{f}:\s+(\d+)/, 1].to_i] }
-    end
 
     def verify!
       ran = File.exist?(@done_file) ? File.read(@done_file).to_i : 0
