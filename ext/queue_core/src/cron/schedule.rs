@@ -10,11 +10,11 @@
 //! runs at every real instant its fields match, in both passes of a repeated hour, none in a gap.
 
 use chrono::{DateTime, Local, TimeZone, Utc};
-
-use super::zone::NamedZone;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
 use thiserror::Error as ThisError;
+
+use super::zone::NamedZone;
 
 /// Why a schedule's cron string cannot be used. Each names the schedule.
 #[derive(Debug, Clone, PartialEq, Eq, ThisError)]
