@@ -41,8 +41,8 @@ module Bench
     private
 
     def env
-      base = {"REDIS_URL" => @redis.url, "BENCH_N" => @jobs.to_s, "BENCH_DONE" => @done_file, "BENCH_EVERY" => @every.to_s,
-              "BENCH_PROGRESS" => @progress_file, "BENCH_DB" => @db, "BENCH_CONCURRENCY" => @concurrency.to_s}
+      base = RssRun.job_env(jobs: @jobs, done: @done_file, every: @every, progress: @progress_file, db: @db,
+                            concurrency: @concurrency).merge("REDIS_URL" => @redis.url)
       return base unless @settings
 
       base.merge("MALLOC_ARENA_MAX" => @settings[:arena_max]&.to_s, "FLOOR_MALLOC_GC" => @settings[:gc_growth]&.to_s,

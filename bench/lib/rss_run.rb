@@ -23,6 +23,13 @@ module Bench
       end.sort_by { |p| p["jobs"] }
     end
 
+    # What bench/apps/mix_work.rb reads: how many jobs, where to write the count and the progress
+    # (every `every` jobs), the database, the pool's size.
+    def self.job_env(jobs:, done:, every:, progress:, db:, concurrency:)
+      {"BENCH_N" => jobs.to_s, "BENCH_DONE" => done, "BENCH_EVERY" => every.to_s, "BENCH_PROGRESS" => progress,
+       "BENCH_DB" => db, "BENCH_CONCURRENCY" => concurrency.to_s}
+    end
+
     def initialize(kind, redis, db:, jobs:, concurrency:, every:)
       @kind = kind
       @redis = redis
@@ -71,9 +78,8 @@ module Bench
     end
 
     def env
-      {"BENCH_N" => @jobs.to_s, "BENCH_DONE" => @done_file, "BENCH_EVERY" => @every.to_s,
-       "BENCH_PROGRESS" => @progress_file, "BENCH_DB" => @db, "BENCH_CONCURRENCY" => @concurrency.to_s,
-       "BENCH_LOG_LEVEL" => "warn", "BENCH_SIDEKIQ_METRICS" => "7"}
+      self.class.job_env(jobs: @jobs, done: @done_file, every: @every, progress: @progress_file, db: @db,
+                         concurrency: @concurrency).merge("BENCH_LOG_LEVEL" => "warn", "BENCH_SIDEKIQ_METRICS" => "7")
     end
 
     def finished?

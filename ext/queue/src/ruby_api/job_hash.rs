@@ -543,7 +543,7 @@ fn job_lean(ruby: &Ruby, json: magnus::RString) -> Result<Option<magnus::RHash>,
     let Some(lean) = Outline::of(&raw).and_then(|outline| lean(ruby, &raw, &outline)) else {
         return Ok(None);
     };
-    let (top, marks) = (lean.top, lean.top.marks);
+    let top = lean.top;
     let args = lean.args.as_ref().map(|args| args.to_array(ruby));
     let out = ruby.hash_new();
     let class = lean
@@ -560,11 +560,11 @@ fn job_lean(ruby: &Ruby, json: magnus::RString) -> Result<Option<magnus::RHash>,
     }
     for (name, flag) in [
         ("idempotency_key", top.idempotency_key),
-        ("duplicate_of", marks.duplicate_of),
-        ("wal_locations", marks.wal_locations),
-        ("expires_at", marks.expires_at),
-        ("meta", marks.meta),
-        ("wrapped", marks.wrapped),
+        ("duplicate_of", top.marks.duplicate_of),
+        ("wal_locations", top.marks.wal_locations),
+        ("expires_at", top.marks.expires_at),
+        ("meta", top.marks.meta),
+        ("wrapped", top.marks.wrapped),
     ] {
         out.aset(name, flag)?;
     }
