@@ -82,9 +82,13 @@ RSpec.describe "concurrency and rate limits" do
     ensure
       own&.close
     end
-    WideWorker.perform_bulk((1..600).map { |n| [n] })
-    wait_until("all 600 to run", timeout: 60) do
-      started("wide").size == 600 && redis.llen("queue:wide").zero?
+    # Interleaved with jobs of a class without limits, ten by ten, so threads move between the two.
+    (1..600).each_slice(10) do |slice|
+      WideWorker.perform_bulk(slice.map { |n| [n] })
+      WideNeighbourWorker.perform_bulk(slice.map { |n| [n] })
+    end
+    wait_until("all 1,200 to run", timeout: 60) do
+      started("wide").size == 600 && started("neighbour").size == 600 && redis.llen("queue:wide").zero?
     end
     watching = false
     watcher.join

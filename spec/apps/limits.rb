@@ -59,6 +59,15 @@ class WideWorker
   def perform(n) = LimitsApp.counted("wide", {"n" => n}, 0.002)
 end
 
+# Jobs of another class in WideWorker's queue, without limits: a thread that runs one after a
+# WideWorker job must give back the slot it kept for a next WideWorker job as this one starts.
+class WideNeighbourWorker
+  include JobQueue::Worker
+  sidekiq_options queue: "wide"
+
+  def perform(n) = LimitsApp.counted("neighbour", {"n" => n}, 0.002)
+end
+
 # Its limit is read from Redis (a lambda, as GitLab's feature-flagged limits are): 0 holds its jobs.
 class GatedWorker
   include JobQueue::Worker

@@ -338,6 +338,12 @@ fn a_wide_limit_leases_slots_the_next_jobs_take_in_memory_and_gives_them_back_wh
         1,
         "the lease only"
     );
+    // The thread, with no job left, goes back to fetching: the slot it kept for a next job of its
+    // class goes back to the lease.
+    assert!(fetcher
+        .next(Duration::from_millis(10))
+        .expect("fetch")
+        .is_none());
 
     // Another process finds the limit full (15 slots held elsewhere): its job is deferred, and the
     // keeper gives the unused leased slot back, which resumes that job.
@@ -360,6 +366,77 @@ fn a_wide_limit_leases_slots_the_next_jobs_take_in_memory_and_gives_them_back_wh
     let owner = hget(&mut c, "jq:limit:run:Wide", &jid(3)).expect("reserved");
     assert!(owner.starts_with("r:"), "{owner}");
     assert_eq!(hgetall(&mut c, "jq:limit:run:Wide").len(), 16);
+}
+
+#[test]
+fn a_kept_leased_slot_goes_back_as_a_job_of_another_class_starts() {
+    let r = TestRedis::start();
+    let redis = r.redis();
+    let mut c = r.conn();
+    let (_server, mut fetcher) = {
+        let mut config = server_config(IDENTITY, &[("default", 1)]);
+        config.concurrency = 1;
+        config.max_batch = 10;
+        let server = Server::start(redis.clone(), config).expect("server");
+        let fetcher = server.fetcher("t1").expect("fetcher");
+        (server, fetcher)
+    };
+    let (_s2, mut other) = {
+        let mut config = server_config("host:125:abcdefabcdef", &[("b", 1)]);
+        config.concurrency = 1;
+        config.max_batch = 1;
+        let server = Server::start(redis.clone(), config).expect("server");
+        let fetcher = server.fetcher("t1").expect("fetcher");
+        (server, fetcher)
+    };
+    let mut bc = BlockingConn::new(&redis).expect("blocking connection");
+    let jobs = vec![job("b", 3)];
+    bc.run(async |c| client::push(c, "b", &jobs).await)
+        .expect("push");
+    warm_up(&redis, &mut fetcher, "default");
+    let another =
+        br#"{"class":"OtherWorker","args":[4],"queue":"default","jid":"000000000000000000000004"}"#;
+    push(
+        &redis,
+        &[job("default", 1), job("default", 2), another.to_vec()],
+    );
+    take(&mut fetcher, 1);
+    assert_eq!(
+        fetcher.limit(&capped(1, 16)).expect("acquire"),
+        Outcome::Run
+    );
+    fetcher.done();
+    // Job 2, of the same class, from the buffer: its slot comes from the lease, in memory, and is
+    // kept after it for a next job of the class.
+    let hsets = command_calls(&mut c, "hset");
+    let (_, raw) = fetcher.next_buffered().expect("job 2, buffered");
+    assert_eq!(text(&raw), text(&job("default", 2)));
+    assert_eq!(
+        fetcher.limit(&capped(2, 16)).expect("acquire"),
+        Outcome::Run
+    );
+    fetcher.done();
+    assert_eq!(command_calls(&mut c, "hset"), hsets, "taken in memory");
+    // Job 4, of another class, starts and runs on: the kept slot must not wait through it.
+    let (_, raw) = fetcher.next_buffered().expect("job 4, buffered");
+    assert_eq!(raw, another.to_vec());
+    let fill: Vec<(String, String)> = (0..15)
+        .map(|i| (format!("x{i}"), "else".to_owned()))
+        .collect();
+    let _: () = redis::cmd("HSET")
+        .arg("jq:limit:run:Wide")
+        .arg(&fill)
+        .query(&mut c)
+        .expect("hset");
+    other.next(WAIT).expect("fetch").expect("a job");
+    assert_eq!(
+        other.limit(&capped(3, 16)).expect("acquire"),
+        Outcome::Deferred
+    );
+    wait_for("the leased slot to go back and job 3 to resume", || {
+        leased_fields(&mut c, "Wide").is_empty() && llen(&mut c, "queue:b") == 1
+    });
+    fetcher.done();
 }
 
 #[test]

@@ -21,6 +21,7 @@ use crate::clock::WallClock;
 use crate::dedup::{self, Release};
 use crate::error::{Error, Result};
 use crate::job_lines::JobLines;
+use crate::limits::lease::TokenBatch;
 use crate::limits::{self, Held, Outcome};
 use crate::link::blocking::{Due, SyncConn};
 use crate::liveness;
@@ -83,6 +84,15 @@ pub struct Fetcher {
     release: Option<Release>,
     /// The concurrency slot the running job holds (`limits`), given back when it settles.
     limit_slot: Option<Held>,
+    /// A leased slot the last job of its limit held, kept for this thread's next job if that job
+    /// is of the same class (`kept_class`): its limit check takes it without the leases' lock. A
+    /// job of another class gives it back as it starts, as do a fetch and the fetcher's close
+    /// (`give_back_kept`), so it never waits through another job.
+    kept: Option<Held>,
+    /// The `class` (as written in its JSON) of the job whose slot is `kept`.
+    kept_class: Vec<u8>,
+    /// Rate tokens taken from the process's lease for this thread's next jobs.
+    tokens: Option<TokenBatch>,
     /// Classes whose jobs release their key as they start (`until_executing`), learnt from
     /// [`Fetcher::dedup`]: the buffered jobs of one have their keys released together, in one script
     /// call, when their batch arrives (`release_buffered_early`), and are marked
@@ -161,6 +171,9 @@ impl Fetcher {
             packet: Vec::new(),
             release: None,
             limit_slot: None,
+            kept: None,
+            kept_class: Vec::new(),
+            tokens: None,
             early: HashSet::new(),
             owed_mark: None,
             uncounted: 0,
@@ -212,6 +225,7 @@ impl Fetcher {
         // An owed mark's job is running now: it is no longer in the buffer to keep.
         s.owes_mark = false;
         let id = unit_id(&unit);
+        let kept_waits = self.kept.is_some() && !same_class(&unit, &self.kept_class);
         start(
             &mut s,
             &mut self.started,
@@ -220,6 +234,10 @@ impl Fetcher {
             unit,
             now,
         );
+        drop(s);
+        if kept_waits {
+            self.give_back_kept_slot();
+        }
         Some(id)
     }
 
@@ -277,8 +295,10 @@ impl Fetcher {
     /// [`Fetcher::next`] without copying the job out: true when a job started (read it with
     /// [`Fetcher::with_running`]). Blocks: call it with the GVL released.
     pub fn start_next(&mut self, timeout: Duration) -> Result<bool> {
-        // What follows may take the buffer's front away or wait: an owed mark goes out first.
+        // What follows may take the buffer's front away or wait: an owed mark goes out first, and
+        // a slot kept for a next job of its limit goes back.
         self.pay_mark();
+        self.give_back_kept();
         let deadline = Instant::now() + timeout;
         loop {
             if self.shared.is_quiet() {
@@ -347,6 +367,9 @@ impl Fetcher {
     }
 
     fn begin(&mut self, unit: Unit) {
+        if self.kept.is_some() && !same_class(&unit, &self.kept_class) {
+            self.give_back_kept_slot();
+        }
         let now = Instant::now();
         start(
             &mut lock(&self.slot),
@@ -382,8 +405,9 @@ impl Fetcher {
             tally.record_at(unit.index, &unit.raw, class, elapsed, true, minute);
         }
         self.uncounted += 1;
+        let keep = self.note_kept_class(&unit);
         self.acknowledge(unit);
-        self.release_limit_slot();
+        self.release_limit_slot(keep);
     }
 
     /// The running job was not run: its `expires_at` had passed (`expires_in`). It is acknowledged
@@ -600,9 +624,9 @@ impl Fetcher {
                 // Timed from here: the pace sizes batches by the jobs' own work, not the check.
                 self.started = Some(Instant::now());
                 self.limit_slot = req.concurrency.as_ref().map(|(lkey, _)| Held {
-                    lkey: lkey.clone(),
+                    lkey: Arc::from(lkey.as_str()),
                     jid: req.jid.clone(),
-                    leased: false,
+                    lease: None,
                 });
             }
             Ok(held_back) => {
@@ -637,17 +661,57 @@ impl Fetcher {
     }
 
     /// [`Fetcher::limit_leased`] by the limits' keys alone: the concurrency limit's key and limit,
-    /// the rate limit's key.
+    /// the rate limit's key. The slot is the one this thread kept from its last job of the limit
+    /// when it can be, and the token comes from the thread's [`TokenBatch`]: a job of a limit that
+    /// does not bind then takes neither lock nor look-up. Its start serves as the time now (the
+    /// check takes no time worth a clock read), and a running job has one.
     pub fn limit_leased_keys(
         &mut self,
         conc: Option<(&str, u64)>,
         rkey: Option<&str>,
     ) -> Option<Outcome> {
-        lock(&self.slot).current.as_ref()?;
-        let held = self.shared.leases.take_keys(conc, rkey)?;
-        self.started = Some(Instant::now());
-        self.limit_slot = held;
+        let now = self.started?;
+        let kept = self.kept.take();
+        let slot = match conc {
+            None => {
+                self.give_back_opt(kept);
+                None
+            }
+            Some((lkey, cap)) => match kept {
+                Some(held) if keeps(&held, lkey, cap) => Some(held),
+                other => {
+                    self.give_back_opt(other);
+                    Some(self.shared.leases.take_slot(lkey, cap, now)?)
+                }
+            },
+        };
+        if let Some(rkey) = rkey {
+            if !self.spend_token(rkey, now) {
+                // Not covered after all: the job asks Redis for both, and the slot goes back.
+                self.give_back_opt(slot);
+                return None;
+            }
+        }
+        self.limit_slot = slot;
         Some(Outcome::Run)
+    }
+
+    /// Spends a token of the rate limit `rkey`: from this thread's batch, else from a new batch
+    /// taken from the lease (the old one's tokens, of another limit, go back to theirs).
+    fn spend_token(&mut self, rkey: &str, now: Instant) -> bool {
+        if self.tokens.as_mut().is_some_and(|t| t.spend(rkey, now)) {
+            return true;
+        }
+        let leases = &self.shared.leases;
+        if let Some(old) = self.tokens.take() {
+            leases.return_tokens(old);
+        }
+        let Some(mut batch) = leases.take_tokens(rkey, now) else {
+            return false;
+        };
+        let spent = batch.spend(rkey, now);
+        self.tokens = Some(batch);
+        spent
     }
 
     /// The running job will not run here now: forgotten without an acknowledgement (its idempotency
@@ -658,17 +722,70 @@ impl Fetcher {
         lock(&self.slot).current.take().map(|(unit, _)| unit)
     }
 
-    /// Gives back the concurrency slot the job that just settled held (an unreplied write, sent at
-    /// once so a deferred job can take it). Nothing for a job without a concurrency limit.
-    fn release_limit_slot(&mut self) {
-        if let Some(held) = self.limit_slot.take() {
-            if held.leased && self.shared.leases.give(&held) {
-                return;
-            }
-            let packet =
-                limits::release_packet(self.shared.redis.keys(), &self.shared.identity, &held);
-            self.write_unreplied(&packet, Due::Now);
+    /// Whether the concurrency slot of `unit`, which just ran, may be kept for this thread's next
+    /// job: leased, no job of its limit waiting, and the job's class readable, which is noted.
+    fn note_kept_class(&mut self, unit: &Unit) -> bool {
+        let leased = self.limit_slot.as_ref().and_then(|h| h.lease.as_ref());
+        if leased.is_none_or(|l| l.contended()) {
+            return false;
         }
+        let Some(class) = class_bytes(unit) else {
+            return false;
+        };
+        self.kept_class.clear();
+        self.kept_class.extend_from_slice(class);
+        true
+    }
+
+    /// The concurrency slot of the job that just settled: kept for this thread's next job (`keep`,
+    /// from [`Fetcher::note_kept_class`]), else given back. A slot kept from an earlier job that
+    /// this one did not use goes back first.
+    fn release_limit_slot(&mut self, keep: bool) {
+        let stale = self.kept.take();
+        self.give_back_opt(stale);
+        let Some(held) = self.limit_slot.take() else {
+            return;
+        };
+        if keep {
+            self.kept = Some(held);
+            return;
+        }
+        self.give_back(held);
+    }
+
+    /// Gives back the slot kept for a next job that did not come (a fetch, the fetcher's close),
+    /// and the rate tokens taken for them.
+    fn give_back_kept(&mut self) {
+        self.give_back_kept_slot();
+        if let Some(tokens) = self.tokens.take() {
+            self.shared.leases.return_tokens(tokens);
+        }
+    }
+
+    fn give_back_kept_slot(&mut self) {
+        let kept = self.kept.take();
+        self.give_back_opt(kept);
+    }
+
+    fn give_back_opt(&mut self, held: Option<Held>) {
+        if let Some(held) = held {
+            self.give_back(held);
+        }
+    }
+
+    /// Gives `held` back: to the process's lease, in memory, when it is leased and the lease
+    /// takes it; else through Redis (an unreplied write, sent at once so a deferred job can take
+    /// it).
+    fn give_back(&mut self, held: Held) {
+        let held = match held.lease {
+            Some(_) => match self.shared.leases.give(held) {
+                None => return,
+                Some(back) => back,
+            },
+            None => held,
+        };
+        let packet = limits::release_packet(self.shared.redis.keys(), &self.shared.identity, &held);
+        self.write_unreplied(&packet, Due::Now);
     }
 
     /// Bytes of the running job: a large acknowledgement may have to wait for socket space, so the
@@ -709,7 +826,7 @@ impl Fetcher {
             self.lines.fail(&unit.raw, elapsed);
             lock(&self.tally).record(unit.index, &unit.raw, elapsed, false);
         }
-        self.release_limit_slot();
+        self.release_limit_slot(false);
         Ok(unit)
     }
 
@@ -763,7 +880,8 @@ impl Fetcher {
             let current = s.current.take().map(|(unit, _)| unit);
             current.into_iter().chain(s.buffer.drain(..)).collect()
         };
-        self.release_limit_slot();
+        self.release_limit_slot(false);
+        self.give_back_kept();
         held.append(&mut self.stranded);
         let mut first_error = None;
         if let Some(unsure) = self.unsure.take() {
@@ -983,6 +1101,27 @@ impl Drop for Fetcher {
             tracing::warn!(error = %e, "fetcher closed with unwritten state; recovery will requeue it");
         }
     }
+}
+
+/// The `class` of `unit` as written in its JSON, when its outline found it.
+fn class_bytes(unit: &Unit) -> Option<&[u8]> {
+    let range = unit.outline.as_ref()?.class.clone()?;
+    unit.raw.get(range)
+}
+
+/// Whether `unit` is of the class a kept slot's job was (compared as written).
+fn same_class(unit: &Unit, class: &[u8]) -> bool {
+    class_bytes(unit) == Some(class)
+}
+
+/// Whether the slot `held`, kept from a job of its limit, serves a job of limit `lkey` with cap
+/// `cap`: the same limit, leased under the same cap, and no job of it waits.
+fn keeps(held: &Held, lkey: &str, cap: u64) -> bool {
+    &*held.lkey == lkey
+        && held
+            .lease
+            .as_ref()
+            .is_some_and(|l| l.cap == cap && !l.contended())
 }
 
 /// `unit` starts running at `now`: in its thread's slot, timed, and in the job lines (dated

@@ -21,15 +21,16 @@
 //!   still free; the size doubles while leases run out in time and halves when tokens are dropped.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use foldhash::fast::RandomState as FoldState;
 use redis::Script;
 use std::sync::LazyLock;
 use tokio::sync::watch;
 
-use super::{Held, Rate, RateKind, Request};
+use super::{Held, Rate, RateKind, Request, SlotLease};
 use crate::error::Result;
 use crate::fetch::FetchShared;
 use crate::link::connection::Conn;
@@ -43,7 +44,7 @@ pub const MAX_SLOTS: u64 = 32;
 pub const MIN_TOKENS_COUNT: u64 = 100;
 /// Rate tokens in the first lease of a limit, and the bounds of its size.
 const FIRST_TOKENS: u64 = 8;
-const MAX_TOKENS: u64 = 4096;
+const MAX_TOKENS: u64 = 65536;
 /// How long leased tokens may be spent after they were asked for.
 pub const TOKENS_VALID: Duration = Duration::from_millis(100);
 /// How often the keeper looks at the leased slots.
@@ -60,17 +61,29 @@ static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(with_lib!("limit_l
 /// A lease of one concurrency limit's slots.
 #[derive(Debug)]
 struct Slots {
+    /// The limit's key, as the map holds it: a held slot shares it.
+    key: Arc<str>,
     cap: u64,
     free: Vec<String>,
     used: usize,
-    /// Jobs of the limit wait (as the keeper last saw): no leased slot is taken or kept.
-    contended: bool,
+    /// Jobs of the limit wait (as the keeper last saw): no leased slot is taken or kept. Shared
+    /// with the slots taken ([`SlotLease`]), which a fetcher keeps from one job to the next
+    /// without this lock while it reads false. Written under the lock.
+    contended: Arc<AtomicBool>,
     last_take: Instant,
+}
+
+impl Slots {
+    fn contended(&self) -> bool {
+        self.contended.load(Ordering::Relaxed)
+    }
 }
 
 /// Leased tokens of one rate limit.
 #[derive(Debug)]
 struct Tokens {
+    /// The limit's key, as the map holds it: a fetcher's [`TokenBatch`] shares it.
+    key: Arc<str>,
     kind: RateKind,
     count: u64,
     per: f64,
@@ -80,10 +93,13 @@ struct Tokens {
     next: u64,
 }
 
+/// The leases by limit key. Every job of a leased limit looks its key up here with the GVL held, so
+/// the maps hash with foldhash (seeded per map) rather than SipHash: ~4× fewer instructions a
+/// lookup on short keys. The keys are the app's limit names, and the `Class[key]` of a keyed limit.
 #[derive(Debug, Default)]
 struct State {
-    slots: HashMap<String, Slots>,
-    tokens: HashMap<String, Tokens>,
+    slots: HashMap<Arc<str>, Slots, FoldState>,
+    tokens: HashMap<Arc<str>, Tokens, FoldState>,
 }
 
 /// Numbers of leased slots' fields and token leases, unique within the process (its capsules
@@ -104,6 +120,31 @@ pub struct Ask {
     pub tokens: u64,
     pub name: String,
 }
+
+/// Tokens of one rate limit's lease that a fetcher took for its next jobs, spent without the
+/// leases' lock until `until`, as the lease's own. What is left then is dropped with the lease.
+#[derive(Debug)]
+pub struct TokenBatch {
+    key: Arc<str>,
+    left: u64,
+    until: Instant,
+}
+
+impl TokenBatch {
+    /// Spends one token of the limit `rkey`, if this batch is that limit's and holds one still
+    /// valid at `now`.
+    pub fn spend(&mut self, rkey: &str, now: Instant) -> bool {
+        if self.left == 0 || now >= self.until || &*self.key != rkey {
+            return false;
+        }
+        self.left -= 1;
+        true
+    }
+}
+
+/// The most tokens a fetcher takes from a lease at once: an eighth of what it holds, so the
+/// process's threads share it.
+const TOKEN_BATCH: u64 = 64;
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -126,42 +167,57 @@ impl Leases {
     pub fn take(&self, req: &Request) -> Option<Option<Held>> {
         if let Some(r) = &req.rate {
             let st = lock(&self.state);
-            if !st.tokens.get(&r.key)?.fits(r) {
+            if !st.tokens.get(r.key.as_str())?.fits(r) {
                 return None;
             }
         }
         let conc = req.concurrency.as_ref().map(|(k, c)| (k.as_str(), *c));
-        self.take_keys(conc, req.rate.as_ref().map(|r| r.key.as_str()))
+        self.take_keys(
+            conc,
+            req.rate.as_ref().map(|r| r.key.as_str()),
+            Instant::now(),
+        )
     }
 
-    /// [`Leases::take`] by the limits' keys alone (the binding's fast path: no `Request` built). A
-    /// token lease is only ever replaced by one of the rate's current parameters.
-    pub fn take_keys(&self, conc: Option<(&str, u64)>, rkey: Option<&str>) -> Option<Option<Held>> {
-        let mut st = lock(&self.state);
-        let now = Instant::now();
-        if let Some((lkey, cap)) = conc {
-            let s = st.slots.get(lkey)?;
-            if s.contended || s.cap != cap || s.free.is_empty() {
-                return None;
+    /// [`Leases::take`] by the limits' keys alone (no `Request` built), at `now`. A token lease is
+    /// only ever replaced by one of the rate's current parameters.
+    pub fn take_keys(
+        &self,
+        conc: Option<(&str, u64)>,
+        rkey: Option<&str>,
+        now: Instant,
+    ) -> Option<Option<Held>> {
+        let mut guard = lock(&self.state);
+        let State { slots, tokens } = &mut *guard;
+        let slot = match conc {
+            Some((lkey, cap)) => {
+                let s = slots.get_mut(lkey)?;
+                if s.contended() || s.cap != cap || s.free.is_empty() {
+                    return None;
+                }
+                Some(s)
             }
-        }
+            None => None,
+        };
         if let Some(rkey) = rkey {
-            let t = st.tokens.get_mut(rkey)?;
+            let t = tokens.get_mut(rkey)?;
             if t.left == 0 || now >= t.until {
                 return None;
             }
             t.left -= 1;
         }
-        let held = match conc {
-            Some((lkey, _)) => {
-                let s = st.slots.get_mut(lkey)?;
-                let field = s.free.pop()?;
+        let held = match slot {
+            Some(s) => {
+                let field = s.free.pop()?; // not empty: checked above
                 s.used += 1;
                 s.last_take = now;
                 Some(Held {
-                    lkey: lkey.to_owned(),
+                    lkey: Arc::clone(&s.key),
                     jid: field,
-                    leased: true,
+                    lease: Some(SlotLease {
+                        cap: s.cap,
+                        contended: Arc::clone(&s.contended),
+                    }),
                 })
             }
             None => None,
@@ -169,19 +225,56 @@ impl Leases {
         Some(held)
     }
 
-    /// A leased slot whose job settled: kept for the next job (true), or to be given back through
-    /// Redis (false) since jobs of its limit wait or the lease is gone.
-    pub fn give(&self, held: &Held) -> bool {
+    /// A leased slot of the concurrency limit `lkey` (of `cap`), taken in memory: `None` when the
+    /// lease has none free, is contended or is for another cap.
+    pub fn take_slot(&self, lkey: &str, cap: u64, now: Instant) -> Option<Held> {
+        self.take_keys(Some((lkey, cap)), None, now).flatten()
+    }
+
+    /// Up to [`TOKEN_BATCH`] tokens of the rate limit `rkey`'s lease for a fetcher's next jobs
+    /// (an eighth of what the lease holds, at least one): `None` when it has none valid at `now`.
+    pub fn take_tokens(&self, rkey: &str, now: Instant) -> Option<TokenBatch> {
         let mut st = lock(&self.state);
-        let Some(s) = st.slots.get_mut(&held.lkey) else {
-            return false;
+        let t = st.tokens.get_mut(rkey)?;
+        if t.left == 0 || now >= t.until {
+            return None;
+        }
+        let n = (t.left / 8).clamp(1, TOKEN_BATCH);
+        t.left -= n;
+        Some(TokenBatch {
+            key: Arc::clone(&t.key),
+            left: n,
+            until: t.until,
+        })
+    }
+
+    /// A fetcher's token batch it no longer spends (it moves to another limit, or closes): what is
+    /// left goes back to its lease, if that lease is still the one it came from.
+    pub fn return_tokens(&self, batch: TokenBatch) {
+        if batch.left == 0 {
+            return;
+        }
+        let mut st = lock(&self.state);
+        if let Some(t) = st.tokens.get_mut(&*batch.key) {
+            if t.until == batch.until {
+                t.left += batch.left;
+            }
+        }
+    }
+
+    /// A leased slot whose job settled: kept for the next job (`None`), or handed back (`Some`) to
+    /// be given back through Redis, since jobs of its limit wait or the lease is gone.
+    pub fn give(&self, held: Held) -> Option<Held> {
+        let mut st = lock(&self.state);
+        let Some(s) = st.slots.get_mut(&*held.lkey) else {
+            return Some(held);
         };
         s.used = s.used.saturating_sub(1);
-        if s.contended {
-            return false;
+        if s.contended() {
+            return Some(held);
         }
-        s.free.push(held.jid.clone());
-        true
+        s.free.push(held.jid);
+        None
     }
 
     /// What to ask for along with a job's check (`threads`: the process's).
@@ -191,9 +284,12 @@ impl Leases {
             Some((lkey, cap)) if *cap >= MIN_SLOTS_CAP => {
                 let busy = st
                     .slots
-                    .get(lkey)
-                    .is_some_and(|s| s.contended || s.cap != *cap);
-                let has = st.slots.get(lkey).map_or(0, |s| s.free.len() + s.used);
+                    .get(lkey.as_str())
+                    .is_some_and(|s| s.contended() || s.cap != *cap);
+                let has = st
+                    .slots
+                    .get(lkey.as_str())
+                    .map_or(0, |s| s.free.len() + s.used);
                 if busy || has >= threads {
                     0
                 } else {
@@ -204,7 +300,7 @@ impl Leases {
         };
         let tokens = match &req.rate {
             Some(r) if r.count >= MIN_TOKENS_COUNT => {
-                let t = st.tokens.get(&r.key).filter(|t| t.fits(r));
+                let t = st.tokens.get(r.key.as_str()).filter(|t| t.fits(r));
                 if t.is_some_and(|t| t.left > 0 && Instant::now() < t.until) {
                     0 // tokens left: the job is here for a slot
                 } else {
@@ -245,11 +341,13 @@ impl Leases {
         let mut st = lock(&self.state);
         if let (Some((lkey, cap)), true) = (&req.concurrency, slots > 0) {
             let prefix = Leases::field_prefix(identity);
-            let s = st.slots.entry(lkey.clone()).or_insert_with(|| Slots {
+            let key: Arc<str> = Arc::from(lkey.as_str());
+            let s = st.slots.entry(Arc::clone(&key)).or_insert_with(|| Slots {
+                key,
                 cap: *cap,
                 free: Vec::new(),
                 used: 0,
-                contended: false,
+                contended: Arc::new(AtomicBool::new(false)),
                 last_take: asked,
             });
             s.cap = *cap;
@@ -261,7 +359,7 @@ impl Leases {
             if ask.tokens == 0 {
                 return;
             }
-            let prior = st.tokens.get(&r.key).filter(|t| t.fits(r));
+            let prior = st.tokens.get(r.key.as_str()).filter(|t| t.fits(r));
             // Doubled when the last lease ran out before its end, halved when tokens were dropped;
             // a lease refused (no tokens granted) keeps the size it asked for.
             let next = match prior {
@@ -271,9 +369,11 @@ impl Leases {
                 Some(t) if Instant::now() >= t.until => (t.next / 2).max(2),
                 Some(t) => t.next,
             };
+            let key: Arc<str> = Arc::from(r.key.as_str());
             st.tokens.insert(
-                r.key.clone(),
+                Arc::clone(&key),
                 Tokens {
+                    key,
                     kind: r.kind,
                     count: r.count,
                     per: r.per,
@@ -289,20 +389,25 @@ impl Leases {
     /// nothing waiting.
     pub fn contended(&self, lkey: &str) {
         if let Some(s) = lock(&self.state).slots.get_mut(lkey) {
-            s.contended = true;
+            s.contended.store(true, Ordering::Relaxed);
         }
     }
 
     /// For the keeper: each leased limit, and whether it went idle here.
-    fn leased(&self, now: Instant) -> Vec<(String, bool)> {
+    fn leased(&self, now: Instant) -> Vec<(Arc<str>, bool)> {
         let mut st = lock(&self.state);
         // Kept while contended even with nothing leased: the keeper still drops the reservations a
         // resumed job left behind by running on a leased slot.
         st.slots
-            .retain(|_, s| !(s.free.is_empty() && s.used == 0 && !s.contended));
+            .retain(|_, s| !(s.free.is_empty() && s.used == 0 && !s.contended()));
         st.slots
             .iter()
-            .map(|(lkey, s)| (lkey.clone(), now.duration_since(s.last_take) >= IDLE_AFTER))
+            .map(|(lkey, s)| {
+                (
+                    Arc::clone(lkey),
+                    now.duration_since(s.last_take) >= IDLE_AFTER,
+                )
+            })
             .collect()
     }
 
@@ -312,7 +417,7 @@ impl Leases {
         let mut st = lock(&self.state);
         match st.slots.get_mut(lkey) {
             Some(s) => {
-                s.contended = contended;
+                s.contended.store(contended, Ordering::Relaxed);
                 if contended {
                     std::mem::take(&mut s.free)
                 } else {
@@ -352,7 +457,7 @@ pub async fn keep_turn(conn: &mut Conn, identity: &str, leases: &Leases) -> Resu
             let mut inv = LEASE.prepare_invoke();
             inv.arg(&prefix)
                 .arg(identity)
-                .arg(&lkey)
+                .arg(&*lkey)
                 .arg(if force { "1" } else { "0" })
                 .arg(LEASED_RESERVATION_MS);
             for f in fields {
@@ -425,14 +530,53 @@ mod tests {
         assert_eq!((ask.slots, ask.tokens), (4, FIRST_TOKENS));
         l.granted(&r, "id", &ask, 4, 2, Instant::now());
         let a = l.take(&r).flatten().expect("a leased slot");
-        assert!(a.leased && a.jid.starts_with("L:id:"));
+        assert!(a.lease.is_some() && a.jid.starts_with("L:id:"));
         assert!(l.take(&r).is_some());
         assert!(l.take(&r).is_none(), "two tokens only");
-        assert!(l.give(&a));
+        assert_eq!(l.give(a.clone()), None);
         assert_eq!(l.slots_leased("W"), 4);
         l.contended("W");
         assert!(l.take(&req(1000, None)).is_none());
-        assert!(!l.give(&a), "given back through Redis while jobs wait");
+        assert_eq!(
+            l.give(a.clone()),
+            Some(a),
+            "given back through Redis while jobs wait"
+        );
+    }
+
+    #[test]
+    fn a_fetcher_spends_a_batch_of_tokens_and_gives_back_what_it_did_not() {
+        let l = Leases::default();
+        let r = req(1000, Some(1_000_000));
+        let ask = l.ask(&r, 4);
+        l.granted(&r, "id", &ask, 0, 80, Instant::now());
+        let now = Instant::now();
+        let mut batch = l.take_tokens("W", now).expect("a batch");
+        assert_eq!(batch.left, 10, "an eighth of the lease");
+        assert!(!batch.spend("Other", now), "another limit's tokens");
+        assert!(batch.spend("W", now));
+        assert!(
+            !batch.spend("W", now + TOKENS_VALID),
+            "spent only while the lease is valid"
+        );
+        l.return_tokens(batch);
+        let again = l.take_tokens("W", now).expect("a batch");
+        assert_eq!(again.left, 79 / 8, "79 left in the lease");
+        let lease_end = again.until;
+        let renewal = Ask {
+            tokens: 80,
+            ..Ask::default()
+        };
+        let later = now + Duration::from_millis(1);
+        l.granted(&r, "id", &renewal, 0, 80, later);
+        assert_ne!(l.take_tokens("W", now).expect("a batch").until, lease_end);
+        let before = lock(&l.state).tokens.get("W").map(|t| t.left);
+        l.return_tokens(again);
+        assert_eq!(
+            lock(&l.state).tokens.get("W").map(|t| t.left),
+            before,
+            "a replaced lease takes no tokens back"
+        );
     }
 
     #[test]

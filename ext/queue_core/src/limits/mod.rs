@@ -23,7 +23,8 @@
 //! that never came (deleted by hand, or acknowledged just before a crash).
 
 use redis::ScriptInvocation;
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -120,12 +121,37 @@ pub enum Outcome {
 /// A slot the running job holds, given back when it settles.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
-    pub lkey: String,
+    /// The limit's key (shared with the process's lease of it, if any).
+    pub lkey: Arc<str>,
     /// The job's jid, or the leased slot's field (`L:<identity>:<n>`).
     pub jid: String,
-    /// A slot of the process's lease ([`lease`]): given back in memory.
-    pub leased: bool,
+    /// A slot of the process's lease ([`lease`]): given back in memory, or kept by its fetcher for
+    /// the next job of its limit.
+    pub lease: Option<SlotLease>,
 }
+
+/// What a leased slot knows of its lease: the cap it was leased under, and whether jobs of its
+/// limit wait (then it goes back through Redis as it frees).
+#[derive(Debug, Clone)]
+pub struct SlotLease {
+    pub cap: u64,
+    contended: Arc<AtomicBool>,
+}
+
+impl SlotLease {
+    /// Whether jobs of the limit wait, as the keeper last saw: the slot is not to be kept.
+    pub fn contended(&self) -> bool {
+        self.contended.load(Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for SlotLease {
+    fn eq(&self, other: &Self) -> bool {
+        self.cap == other.cap && Arc::ptr_eq(&self.contended, &other.contended)
+    }
+}
+
+impl Eq for SlotLease {}
 
 /// What `limit_acquire.lua` leased along with a job that runs: slots and rate tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -219,7 +245,7 @@ pub fn release_packet(keys: &Keys, identity: &str, held: &Held) -> Vec<u8> {
         .arg(keys.namespace())
         .arg(identity)
         .arg(&held.jid)
-        .arg(&held.lkey)
+        .arg(&*held.lkey)
         .get_packed_command()
 }
 

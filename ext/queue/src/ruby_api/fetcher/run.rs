@@ -229,9 +229,7 @@ impl Fetcher {
         let runs = match (&class, RArray::from_value(top.args)) {
             (Some(class), Some(args)) => match class.limits {
                 None => Some(args),
-                Some(limits) => leased(&mut self.lock(), limits)
-                    .unwrap_or(false)
-                    .then_some(args),
+                Some(_) => last.leased(&mut self.lock()).then_some(args),
             },
             _ => None,
         };
@@ -275,8 +273,8 @@ impl Fetcher {
         }
         let class = last.class_of(ruby, classes, name, processor)?;
         let args = lean.args?;
-        if let Some(limits) = class.limits {
-            leased(&mut self.lock(), limits)?.then_some(())?;
+        if class.limits.is_some() && !last.leased(&mut self.lock()) {
+            return None;
         }
         Some((class, lean.top, args))
     }
@@ -415,6 +413,8 @@ struct LastClass {
     /// `name` as text when it is UTF-8 (what the metrics count the job under), checked once.
     text: Option<String>,
     class: Option<Class>,
+    /// The class's limits, when it has any and they read as [`LeasedLimits`].
+    limits: Option<LeasedLimits>,
     lean_missed: bool,
 }
 
@@ -434,9 +434,16 @@ impl LastClass {
         let name = name.to_vec();
         let class = class_of(ruby, classes, utf8_string(ruby, &name), processor)?;
         self.text = std::str::from_utf8(&name).ok().map(str::to_owned);
+        self.limits = class.limits.and_then(LeasedLimits::read);
         self.name = name;
         self.class = Some(class);
         Some(class)
+    }
+
+    /// Whether the running job's limits (its class, the last one cleared, has some) are covered
+    /// by the process's leases ([`LeasedLimits::leased`]).
+    fn leased(&self, fetcher: &mut queue_core::fetch::Fetcher) -> bool {
+        self.limits.as_ref().is_some_and(|l| l.leased(fetcher))
     }
 }
 
@@ -466,24 +473,41 @@ fn class_of(ruby: &Ruby, classes: RHash, name: RString, processor: Value) -> Opt
     })
 }
 
-/// Whether the running job's limits are covered by what the process leased: the slot and token
-/// are taken in memory (no Redis call), as `Limits.held_back?` takes them first. False: the job
-/// goes to Ruby, which asks Redis (nothing was taken).
-fn leased(fetcher: &mut queue_core::fetch::Fetcher, limits: RArray) -> Option<bool> {
-    let conc: Option<RString> = limits.entry(0).ok()?;
-    let cap: u64 = limits.entry(1).ok()?;
-    let rate: Option<RString> = limits.entry(2).ok()?;
-    // SAFETY: frozen Strings of the processor's cached answer, unchanged while borrowed; no Ruby
-    // code runs meanwhile.
-    let conc = match &conc {
-        Some(key) => Some((unsafe { key.as_str() }.ok()?, cap)),
-        None => None,
-    };
-    let rate = match &rate {
-        Some(key) => Some(unsafe { key.as_str() }.ok()?),
-        None => None,
-    };
-    Some(fetcher.limit_leased_keys(conc, rate).is_some())
+/// A class's limits as the engine checks them against the process's leases (`Limits.leasable`:
+/// `[concurrency key or nil, limit, rate key or nil]`), read from the processor's answer once per
+/// class and `run` call instead of for every job.
+struct LeasedLimits {
+    conc: Option<(String, u64)>,
+    rate: Option<String>,
+}
+
+impl LeasedLimits {
+    /// `None` when the answer is not of that shape: the class's jobs then go to Ruby.
+    fn read(limits: RArray) -> Option<Self> {
+        let conc: Option<RString> = limits.entry(0).ok()?;
+        let cap: u64 = limits.entry(1).ok()?;
+        let rate: Option<RString> = limits.entry(2).ok()?;
+        Some(Self {
+            conc: match conc {
+                Some(key) => Some((key.to_string().ok()?, cap)),
+                None => None,
+            },
+            rate: match rate {
+                Some(key) => Some(key.to_string().ok()?),
+                None => None,
+            },
+        })
+    }
+
+    /// Whether the running job's limits are covered by what the process leased: the slot and
+    /// token are taken in memory (no Redis call), as `Limits.held_back?` takes them first. False:
+    /// the job goes to Ruby, which asks Redis (nothing was taken).
+    fn leased(&self, fetcher: &mut queue_core::fetch::Fetcher) -> bool {
+        let conc = self.conc.as_ref().map(|(key, cap)| (key.as_str(), *cap));
+        fetcher
+            .limit_leased_keys(conc, self.rate.as_deref())
+            .is_some()
+    }
 }
 
 impl Fetcher {
