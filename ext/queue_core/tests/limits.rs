@@ -292,24 +292,48 @@ fn leased_fields(c: &mut redis::Connection, lkey: &str) -> Vec<String> {
         .collect()
 }
 
+/// Another process (one thread, queue `b`) with job 3 waiting in its queue.
+fn other_process_with_job_3(redis: &Redis) -> (Server, Fetcher) {
+    let mut config = server_config("host:125:abcdefabcdef", &[("b", 1)]);
+    config.concurrency = 1;
+    config.max_batch = 1;
+    let server = Server::start(redis.clone(), config).expect("server");
+    let fetcher = server.fetcher("t1").expect("fetcher");
+    let mut bc = BlockingConn::new(redis).expect("blocking connection");
+    let jobs = vec![job("b", 3)];
+    bc.run(async |c| client::push(c, "b", &jobs).await)
+        .expect("push");
+    (server, fetcher)
+}
+
+/// The limit `Wide` (16) found full by `other` (15 slots held elsewhere, one leased): its job 3 is
+/// deferred, and the keeper must give the leased slot back, which resumes job 3.
+fn defer_job_3_and_wait_for_the_lease(c: &mut redis::Connection, other: &mut Fetcher) {
+    let fill: Vec<(String, String)> = (0..15)
+        .map(|i| (format!("x{i}"), "else".to_owned()))
+        .collect();
+    let _: () = redis::cmd("HSET")
+        .arg("jq:limit:run:Wide")
+        .arg(&fill)
+        .query(c)
+        .expect("hset");
+    other.next(WAIT).expect("fetch").expect("a job");
+    assert_eq!(
+        other.limit(&capped(3, 16)).expect("acquire"),
+        Outcome::Deferred
+    );
+    wait_for("the leased slot to go back and job 3 to resume", || {
+        leased_fields(c, "Wide").is_empty() && llen(c, "queue:b") == 1
+    });
+}
+
 #[test]
 fn a_wide_limit_leases_slots_the_next_jobs_take_in_memory_and_gives_them_back_when_jobs_wait() {
     let r = TestRedis::start();
     let redis = r.redis();
     let mut c = r.conn();
     let (_server, mut fetcher) = one_thread(&redis);
-    let (_s2, mut other) = {
-        let mut config = server_config("host:125:abcdefabcdef", &[("b", 1)]);
-        config.concurrency = 1;
-        config.max_batch = 1;
-        let server = Server::start(redis.clone(), config).expect("server");
-        let fetcher = server.fetcher("t1").expect("fetcher");
-        (server, fetcher)
-    };
-    let mut bc = BlockingConn::new(&redis).expect("blocking connection");
-    let jobs = vec![job("b", 3)];
-    bc.run(async |c| client::push(c, "b", &jobs).await)
-        .expect("push");
+    let (_s2, mut other) = other_process_with_job_3(&redis);
     push(&redis, &[job("default", 1), job("default", 2)]);
     take(&mut fetcher, 1);
     assert_eq!(
@@ -347,22 +371,7 @@ fn a_wide_limit_leases_slots_the_next_jobs_take_in_memory_and_gives_them_back_wh
 
     // Another process finds the limit full (15 slots held elsewhere): its job is deferred, and the
     // keeper gives the unused leased slot back, which resumes that job.
-    let fill: Vec<(String, String)> = (0..15)
-        .map(|i| (format!("x{i}"), "else".to_owned()))
-        .collect();
-    let _: () = redis::cmd("HSET")
-        .arg("jq:limit:run:Wide")
-        .arg(&fill)
-        .query(&mut c)
-        .expect("hset");
-    other.next(WAIT).expect("fetch").expect("a job");
-    assert_eq!(
-        other.limit(&capped(3, 16)).expect("acquire"),
-        Outcome::Deferred
-    );
-    wait_for("the leased slot to go back and job 3 to resume", || {
-        leased_fields(&mut c, "Wide").is_empty() && llen(&mut c, "queue:b") == 1
-    });
+    defer_job_3_and_wait_for_the_lease(&mut c, &mut other);
     let owner = hget(&mut c, "jq:limit:run:Wide", &jid(3)).expect("reserved");
     assert!(owner.starts_with("r:"), "{owner}");
     assert_eq!(hgetall(&mut c, "jq:limit:run:Wide").len(), 16);
@@ -381,18 +390,7 @@ fn a_kept_leased_slot_goes_back_as_a_job_of_another_class_starts() {
         let fetcher = server.fetcher("t1").expect("fetcher");
         (server, fetcher)
     };
-    let (_s2, mut other) = {
-        let mut config = server_config("host:125:abcdefabcdef", &[("b", 1)]);
-        config.concurrency = 1;
-        config.max_batch = 1;
-        let server = Server::start(redis.clone(), config).expect("server");
-        let fetcher = server.fetcher("t1").expect("fetcher");
-        (server, fetcher)
-    };
-    let mut bc = BlockingConn::new(&redis).expect("blocking connection");
-    let jobs = vec![job("b", 3)];
-    bc.run(async |c| client::push(c, "b", &jobs).await)
-        .expect("push");
+    let (_s2, mut other) = other_process_with_job_3(&redis);
     warm_up(&redis, &mut fetcher, "default");
     let another =
         br#"{"class":"OtherWorker","args":[4],"queue":"default","jid":"000000000000000000000004"}"#;
@@ -420,22 +418,7 @@ fn a_kept_leased_slot_goes_back_as_a_job_of_another_class_starts() {
     // Job 4, of another class, starts and runs on: the kept slot must not wait through it.
     let (_, raw) = fetcher.next_buffered().expect("job 4, buffered");
     assert_eq!(raw, another.to_vec());
-    let fill: Vec<(String, String)> = (0..15)
-        .map(|i| (format!("x{i}"), "else".to_owned()))
-        .collect();
-    let _: () = redis::cmd("HSET")
-        .arg("jq:limit:run:Wide")
-        .arg(&fill)
-        .query(&mut c)
-        .expect("hset");
-    other.next(WAIT).expect("fetch").expect("a job");
-    assert_eq!(
-        other.limit(&capped(3, 16)).expect("acquire"),
-        Outcome::Deferred
-    );
-    wait_for("the leased slot to go back and job 3 to resume", || {
-        leased_fields(&mut c, "Wide").is_empty() && llen(&mut c, "queue:b") == 1
-    });
+    defer_job_3_and_wait_for_the_lease(&mut c, &mut other);
     fetcher.done();
 }
 
