@@ -162,77 +162,31 @@ impl Leases {
         format!("L:{identity}:")
     }
 
-    /// Takes what `req` needs from the leases, in memory: `Some` (the leased slot to give back, if
-    /// it has a concurrency limit) when the job may run without asking Redis.
-    pub fn take(&self, req: &Request) -> Option<Option<Held>> {
-        if let Some(r) = &req.rate {
-            let st = lock(&self.state);
-            if !st.tokens.get(r.key.as_str())?.fits(r) {
-                return None;
-            }
-        }
-        let conc = req.concurrency.as_ref().map(|(k, c)| (k.as_str(), *c));
-        self.take_keys(
-            conc,
-            req.rate.as_ref().map(|r| r.key.as_str()),
-            Instant::now(),
-        )
-    }
-
-    /// [`Leases::take`] by the limits' keys alone (no `Request` built), at `now`. A token lease is
-    /// only ever replaced by one of the rate's current parameters.
-    pub fn take_keys(
-        &self,
-        conc: Option<(&str, u64)>,
-        rkey: Option<&str>,
-        now: Instant,
-    ) -> Option<Option<Held>> {
-        let mut guard = lock(&self.state);
-        let State { slots, tokens } = &mut *guard;
-        let slot = match conc {
-            Some((lkey, cap)) => {
-                let s = slots.get_mut(lkey)?;
-                if s.contended() || s.cap != cap || s.free.is_empty() {
-                    return None;
-                }
-                Some(s)
-            }
-            None => None,
-        };
-        if let Some(rkey) = rkey {
-            let t = tokens.get_mut(rkey)?;
-            if t.left == 0 || now >= t.until {
-                return None;
-            }
-            t.left -= 1;
-        }
-        let held = match slot {
-            Some(s) => {
-                let field = s.free.pop()?; // not empty: checked above
-                s.used += 1;
-                s.last_take = now;
-                Some(Held {
-                    lkey: Arc::clone(&s.key),
-                    jid: field,
-                    lease: Some(SlotLease {
-                        cap: s.cap,
-                        contended: Arc::clone(&s.contended),
-                    }),
-                })
-            }
-            None => None,
-        };
-        Some(held)
-    }
-
-    /// A leased slot of the concurrency limit `lkey` (of `cap`), taken in memory: `None` when the
-    /// lease has none free, is contended or is for another cap.
+    /// A leased slot of the concurrency limit `lkey` (of `cap`), taken in memory at `now`: `None`
+    /// when the lease has none free, is contended or is for another cap.
     pub fn take_slot(&self, lkey: &str, cap: u64, now: Instant) -> Option<Held> {
-        self.take_keys(Some((lkey, cap)), None, now).flatten()
+        let mut st = lock(&self.state);
+        let s = st.slots.get_mut(lkey)?;
+        if s.contended() || s.cap != cap {
+            return None;
+        }
+        let field = s.free.pop()?;
+        s.used += 1;
+        s.last_take = now;
+        Some(Held {
+            lkey: Arc::clone(&s.key),
+            jid: field,
+            lease: Some(SlotLease {
+                cap: s.cap,
+                contended: Arc::clone(&s.contended),
+            }),
+        })
     }
 
     /// Up to [`TOKEN_BATCH`] tokens of the rate limit `rkey`'s lease for a fetcher's next jobs
     /// (an eighth of what the lease holds, at least one): `None` when it has none valid at `now`.
+    /// A token lease is only ever replaced by one of the rate's current parameters, so the key
+    /// alone names it.
     pub fn take_tokens(&self, rkey: &str, now: Instant) -> Option<TokenBatch> {
         let mut st = lock(&self.state);
         let t = st.tokens.get_mut(rkey)?;
@@ -519,7 +473,7 @@ mod tests {
         let l = Leases::default();
         assert_eq!(l.ask(&req(MIN_SLOTS_CAP - 1, Some(50)), 10).slots, 0);
         assert_eq!(l.ask(&req(MIN_SLOTS_CAP - 1, Some(50)), 10).tokens, 0);
-        assert!(l.take(&req(2, None)).is_none());
+        assert!(l.take_slot("W", 2, Instant::now()).is_none());
     }
 
     #[test]
@@ -528,15 +482,22 @@ mod tests {
         let r = req(1000, Some(1_000_000));
         let ask = l.ask(&r, 4);
         assert_eq!((ask.slots, ask.tokens), (4, FIRST_TOKENS));
-        l.granted(&r, "id", &ask, 4, 2, Instant::now());
-        let a = l.take(&r).flatten().expect("a leased slot");
+        let now = Instant::now();
+        l.granted(&r, "id", &ask, 4, 2, now);
+        let a = l.take_slot("W", 1000, now).expect("a leased slot");
         assert!(a.lease.is_some() && a.jid.starts_with("L:id:"));
-        assert!(l.take(&r).is_some());
-        assert!(l.take(&r).is_none(), "two tokens only");
+        let mut tokens = l.take_tokens("W", now).expect("tokens");
+        assert!(tokens.spend("W", now));
+        assert!(
+            l.take_tokens("W", now).is_some(),
+            "one at a time from a lease of two"
+        );
+        assert!(l.take_tokens("W", now).is_none(), "two tokens only");
         assert_eq!(l.give(a.clone()), None);
         assert_eq!(l.slots_leased("W"), 4);
         l.contended("W");
-        assert!(l.take(&req(1000, None)).is_none());
+        assert!(a.lease.as_ref().is_some_and(SlotLease::contended));
+        assert!(l.take_slot("W", 1000, now).is_none());
         assert_eq!(
             l.give(a.clone()),
             Some(a),
@@ -584,8 +545,9 @@ mod tests {
         let l = Leases::default();
         let r = req(1000, None);
         let ask = l.ask(&r, 2);
-        l.granted(&r, "id", &ask, 2, 0, Instant::now());
-        assert!(l.take(&req(500, None)).is_none());
-        assert!(l.take(&r).is_some());
+        let now = Instant::now();
+        l.granted(&r, "id", &ask, 2, 0, now);
+        assert!(l.take_slot("W", 500, now).is_none());
+        assert!(l.take_slot("W", 1000, now).is_some());
     }
 }
