@@ -19,6 +19,9 @@
 //!   at the lease's end, the bucket refills from the lease's end: either counts the leased starts no
 //!   earlier than they happen, so the limit stays exact. Granted only with four times the lease
 //!   still free; the size doubles while leases run out in time and halves when tokens are dropped.
+//! - **In a fetcher.** A thread keeps the slot of a job that settled for its next job of the same
+//!   class, and spends tokens from a batch it took from the lease ([`TokenBatch`]), so that a
+//!   limit that does not bind costs its jobs no lock either (`Fetcher::limit_leased_keys`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -142,8 +145,8 @@ impl TokenBatch {
     }
 }
 
-/// The most tokens a fetcher takes from a lease at once: an eighth of what it holds, so the
-/// process's threads share it.
+/// The most tokens a fetcher takes from a lease at once ([`Leases::take_tokens`] takes an eighth of
+/// what the lease holds, so that the process's threads share it).
 const TOKEN_BATCH: u64 = 64;
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -216,8 +219,9 @@ impl Leases {
         }
     }
 
-    /// A leased slot whose job settled: kept for the next job (`None`), or handed back (`Some`) to
-    /// be given back through Redis, since jobs of its limit wait or the lease is gone.
+    /// A leased slot whose job settled (or that a fetcher kept and no longer needs): back in the
+    /// lease's pool for the next job (`None`), or handed back (`Some`) to be given back through
+    /// Redis, since jobs of its limit wait or the lease is gone.
     pub fn give(&self, held: Held) -> Option<Held> {
         let mut st = lock(&self.state);
         let Some(s) = st.slots.get_mut(&*held.lkey) else {
