@@ -741,8 +741,7 @@ impl Fetcher {
     /// from [`Fetcher::note_kept_class`]), else given back. A slot kept from an earlier job that
     /// this one did not use goes back first.
     fn release_limit_slot(&mut self, keep: bool) {
-        let stale = self.kept.take();
-        self.give_back_opt(stale);
+        self.give_back_kept_slot();
         let Some(held) = self.limit_slot.take() else {
             return;
         };

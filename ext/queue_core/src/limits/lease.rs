@@ -96,9 +96,9 @@ struct Tokens {
     next: u64,
 }
 
-/// The leases by limit key. Every job of a leased limit looks its key up here with the GVL held, so
-/// the maps hash with foldhash (seeded per map) rather than SipHash: ~4× fewer instructions a
-/// lookup on short keys. The keys are the app's limit names, and the `Class[key]` of a keyed limit.
+/// The leases by limit key, looked up with the GVL held whenever a thread takes a slot or a batch
+/// of tokens, so the maps hash with foldhash (seeded per map) rather than SipHash: ~4× fewer
+/// instructions a lookup on short keys. The keys are the app's limit names, and the `Class[key]` of a keyed limit.
 #[derive(Debug, Default)]
 struct State {
     slots: HashMap<Arc<str>, Slots, FoldState>,
@@ -240,14 +240,9 @@ impl Leases {
         let st = lock(&self.state);
         let slots = match &req.concurrency {
             Some((lkey, cap)) if *cap >= MIN_SLOTS_CAP => {
-                let busy = st
-                    .slots
-                    .get(lkey.as_str())
-                    .is_some_and(|s| s.contended() || s.cap != *cap);
-                let has = st
-                    .slots
-                    .get(lkey.as_str())
-                    .map_or(0, |s| s.free.len() + s.used);
+                let lease = st.slots.get(lkey.as_str());
+                let busy = lease.is_some_and(|s| s.contended() || s.cap != *cap);
+                let has = lease.map_or(0, |s| s.free.len() + s.used);
                 if busy || has >= threads {
                     0
                 } else {
