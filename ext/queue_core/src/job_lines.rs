@@ -11,15 +11,18 @@
 //! go into one process-wide queue together with everything the Ruby logger writes through [`sink`],
 //! so the job's own lines stay between its `start` and `done`. The processor thread only records what
 //! happened, with Ruby's GVL held, so that costs next to nothing: for `start` the time, the thread's
-//! prefix and the job's bytes; for `done`/`fail` only the time, the elapsed time and which thread it
-//! is, since the writer keeps the context it read from that thread's `start`. A background thread
-//! formats the lines (reading each job's JSON once) and writes them out 100 ms after the first one
-//! waits (or sooner once many are waiting), and [`flush`] does it at once (shutdown, exit).
+//! prefix and the job's `class` and `jid` as its outline found them, or its whole bytes when the
+//! outline cannot tell what its lines show (see [`JobLines::start`]); for `done`/`fail` only the
+//! time, the elapsed time and which thread it is, since the writer keeps the context it read from
+//! that thread's `start`. A background thread formats the lines (reading a job's JSON only when its
+//! `start` brought the whole) and writes them out 100 ms after the first one waits (or sooner once
+//! many are waiting), and [`flush`] does it at once (shutdown, exit).
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::mem::ManuallyDrop;
+use std::ops::Range;
 use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, Once, PoisonError};
@@ -31,6 +34,7 @@ use std::cell::Cell;
 use serde_json::Value;
 
 use crate::job_json::TopLevel;
+use crate::job_outline::Outline;
 
 /// How long the first waiting line waits for others before they are written out together.
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
@@ -44,6 +48,7 @@ const NO_ELAPSED: u64 = u64::MAX;
 /// The record tags (see [`Sink`]).
 const LINE: u8 = b'L';
 const START: u8 = b'S';
+const PLAIN_START: u8 = b'P';
 const END: u8 = b'E';
 const JOB: u8 = b'J';
 const EVENT: u8 = b'C';
@@ -60,6 +65,8 @@ static FLUSHER: Once = Once::new();
 ///
 /// - `L` bytes: whole lines the Ruby logger formatted;
 /// - `S` thread, time, prefix, job: a job's `start` (time in nanoseconds since the epoch);
+/// - `P` thread, time, prefix, class, jid: a job's `start` that brings only those two, as written
+///   in its JSON, quotes left out ([`context_fields`]);
 /// - `E` thread, time, elapsed, message: the `done`/`fail` of the job that thread last started;
 /// - `J` time, elapsed, message, prefix, job: a job event standing alone (its `start` was not
 ///   recorded: lines were turned on while it ran);
@@ -222,7 +229,7 @@ struct Output {
     batch: Vec<u8>,
     text: Vec<u8>,
     clock: Timestamps,
-    running: HashMap<u32, Vec<u8>>,
+    running: HashMap<u32, Vec<u8>, foldhash::fast::RandomState>,
 }
 
 impl Output {
@@ -250,7 +257,8 @@ impl Output {
         while let Some(tag) = reader.take(1) {
             let read = match tag[0] {
                 LINE => reader.bytes().map(|line| self.text.extend_from_slice(line)),
-                START => self.start(&mut reader),
+                START => self.start(&mut reader, false),
+                PLAIN_START => self.start(&mut reader, true),
                 END => self.end(&mut reader),
                 JOB => self.job(&mut reader),
                 EVENT => self.event(&mut reader),
@@ -265,14 +273,19 @@ impl Output {
         }
     }
 
-    fn start(&mut self, reader: &mut Records<'_>) -> Option<()> {
+    /// A `start`: of the job's whole bytes, or of its `class` and `jid` only (`plain`).
+    fn start(&mut self, reader: &mut Records<'_>, plain: bool) -> Option<()> {
         let thread = reader.u32()?;
         let at = reader.u64()?;
         let prefix = reader.bytes()?;
-        let raw = reader.bytes()?;
         let context = self.running.entry(thread).or_default();
         context.clear();
-        put_context(context, prefix, &Context::of(raw));
+        if plain {
+            let class = unescaped(reader.bytes()?);
+            put_class_and_jid(context, prefix, &class, &unescaped(reader.bytes()?));
+        } else {
+            put_context(context, prefix, &Context::of(reader.bytes()?));
+        }
         self.clock.write(at, &mut self.text);
         self.text.extend_from_slice(context);
         put_tail(&mut self.text, None, MESSAGES[0]);
@@ -517,13 +530,20 @@ impl JobLines {
     }
 
     /// Records the job's `start`, at the time since the epoch `at` gives (asked only when lines are
-    /// on): its bytes are copied here; the writer reads them.
-    pub fn start(&self, raw: &[u8], at: impl FnOnce() -> Duration) {
+    /// on). When the job's `outline` shows what its lines say of it ([`context_fields`]), only its
+    /// `class` and `jid` are copied; else its whole bytes, which the writer reads.
+    pub fn start(&self, raw: &[u8], outline: Option<&Outline>, at: impl FnOnce() -> Duration) {
         let on = enabled();
         if on {
             let at = nanos(at());
             self.started_at.set(at);
-            append(|records| put_start(records, self.thread, at, &self.prefix, raw));
+            let fields = outline.and_then(|outline| context_fields(raw, outline));
+            append(|records| match fields {
+                Some((class, jid)) => {
+                    put_plain_start(records, self.thread, at, &self.prefix, class, jid)
+                }
+                None => put_start(records, self.thread, at, &self.prefix, raw),
+            });
             self.recorded.set(true);
         }
         self.started.set(on);
@@ -590,6 +610,66 @@ fn put_start(records: &mut Vec<u8>, thread: u32, at: u64, prefix: &str, raw: &[u
     put_bytes(records, raw);
 }
 
+fn put_plain_start(
+    records: &mut Vec<u8>,
+    thread: u32,
+    at: u64,
+    prefix: &str,
+    class: &[u8],
+    jid: &[u8],
+) {
+    records.push(PLAIN_START);
+    records.extend_from_slice(&thread.to_le_bytes());
+    records.extend_from_slice(&at.to_le_bytes());
+    put_bytes(records, prefix.as_bytes());
+    put_bytes(records, class);
+    put_bytes(records, jid);
+}
+
+/// The `class` and `jid` a job's lines show, as written in it (still escaped), taken from where its
+/// `outline` found them with no pass over its bytes: when both are strings and the job has none of
+/// the keys that change its lines' context (`display_class`, `wrapped`, `bid`, `tags`).
+fn context_fields<'r>(raw: &'r [u8], outline: &Outline) -> Option<(&'r [u8], &'r [u8])> {
+    let marks = outline.marks;
+    if marks.display_class || marks.wrapped || marks.tags || outline.bid.is_some() {
+        return None;
+    }
+    let class = string_contents(raw, outline.class.clone()?)?;
+    Some((class, string_contents(raw, outline.jid.clone()?)?))
+}
+
+/// The contents of the string value that lies at `at`, its quotes included.
+fn string_contents(raw: &[u8], at: Range<usize>) -> Option<&[u8]> {
+    raw.get(at)?.strip_prefix(b"\"")?.strip_suffix(b"\"")
+}
+
+/// A string's contents as written in a job's JSON, unescaped. An outline is made only of JSON whose
+/// strings are valid UTF-8 and hold no escapes but `\" \\ \/ \b \f \n \r \t` (`plain_json`), so no
+/// other is met here.
+fn unescaped(text: &[u8]) -> Cow<'_, [u8]> {
+    if !text.contains(&b'\\') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.iter();
+    while let Some(&b) = bytes.next() {
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match bytes.next() {
+            Some(b'b') => out.push(0x08),
+            Some(b'f') => out.push(0x0c),
+            Some(b'n') => out.push(b'\n'),
+            Some(b'r') => out.push(b'\r'),
+            Some(b't') => out.push(b'\t'),
+            Some(&other) => out.push(other),
+            None => {}
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn put_end(records: &mut Vec<u8>, thread: u32, at: u64, elapsed: u64, message: u8) {
     records.push(END);
     records.extend_from_slice(&thread.to_le_bytes());
@@ -618,18 +698,22 @@ fn put_event(records: &mut Vec<u8>, at: u64, elapsed: u64, message: u8, context:
 
 /// ` pid=… tid=… class=… jid=…` and `bid`/`tags` when the job has them.
 fn put_context(out: &mut Vec<u8>, prefix: &[u8], ctx: &Context) {
-    out.extend_from_slice(prefix);
-    for (name, value) in [
-        (" class=", Some(ctx.class.as_ref())),
-        (" jid=", Some(ctx.jid.as_ref())),
-        (" bid=", ctx.bid.as_deref()),
-        (" tags=", ctx.tags.as_deref()),
-    ] {
+    put_class_and_jid(out, prefix, ctx.class.as_bytes(), ctx.jid.as_bytes());
+    for (name, value) in [(" bid=", &ctx.bid), (" tags=", &ctx.tags)] {
         if let Some(value) = value {
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(value.as_bytes());
         }
     }
+}
+
+/// ` pid=… tid=… class=… jid=…`.
+fn put_class_and_jid(out: &mut Vec<u8>, prefix: &[u8], class: &[u8], jid: &[u8]) {
+    out.extend_from_slice(prefix);
+    out.extend_from_slice(b" class=");
+    out.extend_from_slice(class);
+    out.extend_from_slice(b" jid=");
+    out.extend_from_slice(jid);
 }
 
 /// ` elapsed=… INFO: message` and the newline.
@@ -770,6 +854,49 @@ mod tests {
     }
 
     #[test]
+    fn a_start_with_its_fields_reads_as_the_job_read_whole() {
+        let with_fields = [
+            (
+                &br#"{"retry":true,"queue":"default","class":"HardWorker","args":[{"jid":"no","bid":"x"}],"jid":"abc","created_at":1.5}"#[..],
+                " class=HardWorker jid=abc INFO",
+            ),
+            (
+                br#"{"jid":"j1","class":"A::B","tags_note":"t","jid":"j2"}"#,
+                " class=A::B jid=j2 INFO",
+            ),
+            // Taken as written and unescaped by the writer.
+            (
+                br#"{"class":"A\"B\\C\/D","jid":"j\tk"}"#,
+                " class=A\"B\\C/D jid=j\tk INFO",
+            ),
+        ];
+        for (raw, shown) in with_fields {
+            let outline = Outline::of(raw).expect("an outline");
+            let (class, jid) = context_fields(raw, &outline).expect("the fields");
+            let (mut whole, mut with) = (Vec::new(), Vec::new());
+            put_start(&mut whole, 1, AT, " pid=7 tid=t1", raw);
+            put_plain_start(&mut with, 1, AT, " pid=7 tid=t1", class, jid);
+            let line = formatted(&mut Output::default(), &whole);
+            assert_eq!(formatted(&mut Output::default(), &with), line);
+            assert!(line.contains(shown), "{line}");
+        }
+        // What changes the context, or a value that is not a string, goes without them.
+        for raw in [
+            &br#"{"class":"A","jid":"j","bid":"b"}"#[..],
+            br#"{"class":"A","jid":"j","bid":null}"#,
+            br#"{"class":"A","jid":"j","tags":["x"]}"#,
+            br#"{"class":"ActiveJob::Wrapper","wrapped":"W","jid":"j"}"#,
+            br#"{"class":"A","display_class":"D","jid":"j"}"#,
+            br#"{"class":"A","jid":7}"#,
+            br#"{"class":"A"}"#,
+        ] {
+            let outline = Outline::of(raw).expect("an outline");
+            let fields = context_fields(raw, &outline);
+            assert_eq!(fields, None, "{}", String::from_utf8_lossy(raw));
+        }
+    }
+
+    #[test]
     fn job_lines_reach_the_descriptor_by_flush_in_order() {
         use std::io::Read;
         use std::os::fd::AsRawFd;
@@ -784,10 +911,14 @@ mod tests {
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default()
         };
-        lines.start(raw, now);
+        let outline = Outline::of(raw);
+        assert!(outline
+            .as_ref()
+            .is_some_and(|o| context_fields(raw, o).is_some()));
+        lines.start(raw, outline.as_ref(), now);
         sink(b"from Ruby\n");
         lines.done(raw, Duration::from_millis(5));
-        lines.start(raw, now);
+        lines.start(raw, None, now);
         configure(false, ours.as_raw_fd());
         lines.fail(raw, Duration::from_millis(5)); // off: no line
         configure(true, ours.as_raw_fd());

@@ -37,6 +37,10 @@ pub struct Marks {
     pub expires_at: bool,
     /// A `wrapped` key (ActiveJob's class, which the metrics count the job under).
     pub wrapped: bool,
+    /// A `display_class` key (the class a job's log lines show instead of `class`).
+    pub display_class: bool,
+    /// A `tags` key (shown in the job's log lines).
+    pub tags: bool,
     /// A key starting with `meta.` (a worker context).
     pub meta: bool,
 }
@@ -49,6 +53,8 @@ impl Marks {
             b"duplicate-of" => self.duplicate_of = true,
             b"expires_at" => self.expires_at = true,
             b"wrapped" => self.wrapped = true,
+            b"display_class" => self.display_class = true,
+            b"tags" => self.tags = true,
             _ if key.starts_with(b"meta.") => self.meta = true,
             _ => {}
         }
@@ -108,16 +114,17 @@ mod tests {
     #[test]
     fn notes_where_the_read_fields_lie() {
         let raw = r#" { "class" : "W", "args":[1, {"jid":"inner"}] ,"jid":"j1","bid":null,
-            "meta.user":"u","idempotency_key":"k","wrapped":"X","retry":true } "#;
+            "meta.user":"u","idempotency_key":"k","wrapped":"X","retry":true,"tags":["a"] } "#;
         let outline = Outline::of(raw.as_bytes()).expect("an outline");
         assert_eq!(text(raw, &outline.class), Some(r#""W""#));
         assert_eq!(text(raw, &outline.args), Some(r#"[1, {"jid":"inner"}]"#));
         assert_eq!(text(raw, &outline.jid), Some(r#""j1""#));
         assert_eq!(text(raw, &outline.bid), Some("null"));
         assert_eq!(text(raw, &outline.idempotency_key), Some(r#""k""#));
-        assert!(outline.marks.meta && outline.marks.wrapped);
+        assert!(outline.marks.meta && outline.marks.wrapped && outline.marks.tags);
         let marks = outline.marks;
         assert!(!(marks.wal_locations || marks.duplicate_of || marks.expires_at));
+        assert!(!marks.display_class);
     }
 
     #[test]

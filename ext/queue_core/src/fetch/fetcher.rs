@@ -1133,7 +1133,7 @@ fn start(
     unit: Unit,
     now: Instant,
 ) {
-    lines.start(&unit.raw, || wall.since_epoch(now));
+    lines.start(&unit.raw, unit.outline.as_ref(), || wall.since_epoch(now));
     slot.current = Some((unit, now));
     *started = Some(now);
 }
