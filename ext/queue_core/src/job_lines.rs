@@ -66,7 +66,7 @@ static FLUSHER: Once = Once::new();
 /// - `L` bytes: whole lines the Ruby logger formatted;
 /// - `S` thread, time, prefix, job: a job's `start` (time in nanoseconds since the epoch);
 /// - `P` thread, time, prefix, class, jid: a job's `start` that brings only those two, as written
-///   in its JSON, quotes left out ([`context_fields`]);
+///   in its JSON (escapes kept, quotes left out: [`context_fields`]);
 /// - `E` thread, time, elapsed, message: the `done`/`fail` of the job that thread last started;
 /// - `J` time, elapsed, message, prefix, job: a job event standing alone (its `start` was not
 ///   recorded: lines were turned on while it ran);
