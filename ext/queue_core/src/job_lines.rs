@@ -35,6 +35,7 @@ use serde_json::Value;
 
 use crate::job_json::TopLevel;
 use crate::job_outline::Outline;
+use crate::plain_json;
 
 /// How long the first waiting line waits for others before they are written out together.
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
@@ -603,10 +604,7 @@ impl Drop for JobLines {
 }
 
 fn put_start(records: &mut Vec<u8>, thread: u32, at: u64, prefix: &str, raw: &[u8]) {
-    records.push(START);
-    records.extend_from_slice(&thread.to_le_bytes());
-    records.extend_from_slice(&at.to_le_bytes());
-    put_bytes(records, prefix.as_bytes());
+    put_start_head(records, START, thread, at, prefix);
     put_bytes(records, raw);
 }
 
@@ -618,12 +616,17 @@ fn put_plain_start(
     class: &[u8],
     jid: &[u8],
 ) {
-    records.push(PLAIN_START);
+    put_start_head(records, PLAIN_START, thread, at, prefix);
+    put_bytes(records, class);
+    put_bytes(records, jid);
+}
+
+/// What both `start` records begin with: the tag, the thread, the time and the thread's prefix.
+fn put_start_head(records: &mut Vec<u8>, tag: u8, thread: u32, at: u64, prefix: &str) {
+    records.push(tag);
     records.extend_from_slice(&thread.to_le_bytes());
     records.extend_from_slice(&at.to_le_bytes());
     put_bytes(records, prefix.as_bytes());
-    put_bytes(records, class);
-    put_bytes(records, jid);
 }
 
 /// The `class` and `jid` a job's lines show, as written in it (still escaped), taken from where its
@@ -644,8 +647,7 @@ fn string_contents(raw: &[u8], at: Range<usize>) -> Option<&[u8]> {
 }
 
 /// A string's contents as written in a job's JSON, unescaped. An outline is made only of JSON whose
-/// strings are valid UTF-8 and hold no escapes but `\" \\ \/ \b \f \n \r \t` (`plain_json`), so no
-/// other is met here.
+/// strings are valid UTF-8 and hold no escapes but those [`plain_json::unescape`] knows.
 fn unescaped(text: &[u8]) -> Cow<'_, [u8]> {
     if !text.contains(&b'\\') {
         return Cow::Borrowed(text);
@@ -657,14 +659,8 @@ fn unescaped(text: &[u8]) -> Cow<'_, [u8]> {
             out.push(b);
             continue;
         }
-        match bytes.next() {
-            Some(b'b') => out.push(0x08),
-            Some(b'f') => out.push(0x0c),
-            Some(b'n') => out.push(b'\n'),
-            Some(b'r') => out.push(b'\r'),
-            Some(b't') => out.push(b'\t'),
-            Some(&other) => out.push(other),
-            None => {}
+        if let Some(&escape) = bytes.next() {
+            out.push(plain_json::unescape(escape).unwrap_or(escape));
         }
     }
     Cow::Owned(out)

@@ -260,18 +260,7 @@ impl<'a> Reader<'a> {
                 self.scratch.extend_from_slice(&self.s[start..at]);
                 copied = true;
             }
-            let unescaped = match *self.s.get(at + 1)? {
-                b'"' => b'"',
-                b'\\' => b'\\',
-                b'/' => b'/',
-                b'b' => 0x08,
-                b'f' => 0x0c,
-                b'n' => b'\n',
-                b'r' => b'\r',
-                b't' => b'\t',
-                _ => return None,
-            };
-            self.scratch.push(unescaped);
+            self.scratch.push(unescape(*self.s.get(at + 1)?)?);
             self.i = at + 2;
         }
     }
@@ -354,6 +343,21 @@ impl<'a> Reader<'a> {
             self.i += 1;
         }
     }
+}
+
+/// The byte the escape `\<escape>` stands for, among the escapes the reader accepts (no `\u`).
+pub(crate) fn unescape(escape: u8) -> Option<u8> {
+    Some(match escape {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'/' => b'/',
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        _ => return None,
+    })
 }
 
 /// The length of the run of printable ASCII bytes other than `"` and `\` that `bytes` starts with
