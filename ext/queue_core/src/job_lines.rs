@@ -622,6 +622,8 @@ fn put_plain_start(
 }
 
 /// What both `start` records begin with: the tag, the thread, the time and the thread's prefix.
+/// Inlined: a `start` is recorded with the GVL held.
+#[inline(always)]
 fn put_start_head(records: &mut Vec<u8>, tag: u8, thread: u32, at: u64, prefix: &str) {
     records.push(tag);
     records.extend_from_slice(&thread.to_le_bytes());

@@ -225,7 +225,7 @@ impl Fetcher {
         // An owed mark's job is running now: it is no longer in the buffer to keep.
         s.owes_mark = false;
         let id = unit_id(&unit);
-        let kept_waits = self.kept_is_for_another(&unit);
+        let kept_waits = self.kept.is_some() && !same_class(&unit, &self.kept_class);
         start(
             &mut s,
             &mut self.started,
@@ -367,7 +367,7 @@ impl Fetcher {
     }
 
     fn begin(&mut self, unit: Unit) {
-        if self.kept_is_for_another(&unit) {
+        if self.kept.is_some() && !same_class(&unit, &self.kept_class) {
             self.give_back_kept_slot();
         }
         let now = Instant::now();
@@ -761,12 +761,6 @@ impl Fetcher {
         }
     }
 
-    /// Whether a slot is kept for a job of another class than `unit`'s, compared as written
-    /// (`unit` is starting, so the slot is to go back).
-    fn kept_is_for_another(&self, unit: &Unit) -> bool {
-        self.kept.is_some() && class_bytes(unit) != Some(self.kept_class.as_slice())
-    }
-
     fn give_back_kept_slot(&mut self) {
         let kept = self.kept.take();
         self.give_back_opt(kept);
@@ -1112,6 +1106,11 @@ impl Drop for Fetcher {
 fn class_bytes(unit: &Unit) -> Option<&[u8]> {
     let range = unit.outline.as_ref()?.class.clone()?;
     unit.raw.get(range)
+}
+
+/// Whether `unit` is of the class a kept slot's job was (compared as written).
+fn same_class(unit: &Unit, class: &[u8]) -> bool {
+    class_bytes(unit) == Some(class)
 }
 
 /// Whether the slot `held`, kept from a job of its limit, serves a job of limit `lkey` with cap
